@@ -1,0 +1,2 @@
+// Package memory is the in-process adapter of every Docket port.
+package memory

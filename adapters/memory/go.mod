@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/adapters/memory
+
+go 1.26

@@ -1,0 +1,2 @@
+// Package app is Docket's application layer.
+package app

@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/app
+
+go 1.26

@@ -1,0 +1,4 @@
+// Command docket is Docket's command-line interface.
+package main
+
+func main() {}

@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/cmd
+
+go 1.26

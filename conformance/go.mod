@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/conformance
+
+go 1.26

@@ -1,0 +1,61 @@
+package run
+
+import "time"
+
+// EventType names a retained event.
+type EventType string
+
+// Event types.
+const (
+	EventRunInitialized      EventType = "run_initialized"
+	EventRunCompleted        EventType = "run_completed"
+	EventRunFailed           EventType = "run_failed"
+	EventRunCancelled        EventType = "run_cancelled"
+	EventCheckpointCommitted EventType = "checkpoint_committed"
+	EventNodeCompleted       EventType = "node_completed"
+	EventNodeFailed          EventType = "node_failed"
+	EventChannelUpdated      EventType = "channel_updated"
+	EventEdgeTriggered       EventType = "edge_triggered"
+	EventInterruptRequested  EventType = "interrupt_requested"
+	EventInterruptResolved   EventType = "interrupt_resolved"
+)
+
+// Event is one retained fact of a committed transition. Seq is contiguous
+// per run across all moments. Payloads never carry channel values.
+type Event struct {
+	RunID     string
+	Seq       int64
+	Type      EventType
+	Step      int
+	NodeID    string
+	ChannelID string
+	TaskID    string
+	Timestamp time.Time
+	Payload   map[string]any
+	Metadata  map[string]any
+}
+
+// CheckpointType names the kind of durable transition a moment commits.
+type CheckpointType string
+
+// Checkpoint types.
+const (
+	CheckpointRunInitialized     CheckpointType = "run_initialized"
+	CheckpointStepCommitted      CheckpointType = "step_committed"
+	CheckpointRetryScheduled     CheckpointType = "retry_scheduled"
+	CheckpointInterruptRequested CheckpointType = "interrupt_requested"
+	CheckpointInterruptResolved  CheckpointType = "interrupt_resolved"
+	CheckpointRunCompleted       CheckpointType = "run_completed"
+	CheckpointRunFailed          CheckpointType = "run_failed"
+	CheckpointRunCancelled       CheckpointType = "run_cancelled"
+)
+
+// Checkpoint is one accepted moment as the inline runner reports it.
+type Checkpoint struct {
+	Type      CheckpointType
+	Seq       int64
+	Run       *Run
+	Events    []Event
+	CreatedAt time.Time
+	Metadata  map[string]any
+}

@@ -1,0 +1,289 @@
+// Package value is Docket's portable value model: the only content allowed in
+// inputs, state, node writes, configuration, metadata, policies, interrupt
+// resolutions and outputs.
+//
+// A portable value is one of nil, bool, string, int64, float64, []any or
+// map[string]any (string keys only; keys starting with "$" are reserved at
+// every depth). Integers and floats stay distinct: 1 and 1.0 are different
+// values, and both survive a JSON round trip as what they were.
+//
+// The package is not a general JSON library: it only normalizes, compares,
+// decodes and canonically encodes portable values.
+package value
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// ErrNotPortable is wrapped by every error that reports a non-portable value.
+var ErrNotPortable = errors.New("value is not portable")
+
+// NotPortableError says where and why a value is not portable.
+type NotPortableError struct {
+	Path   string // dotted path to the offending value, "" for the root
+	Reason string
+}
+
+func (e *NotPortableError) Error() string {
+	if e.Path == "" {
+		return "non-portable value: " + e.Reason
+	}
+	return fmt.Sprintf("non-portable value at %s: %s", e.Path, e.Reason)
+}
+
+// Unwrap lets errors.Is match ErrNotPortable.
+func (e *NotPortableError) Unwrap() error { return ErrNotPortable }
+
+// Normalize converts a Go value into its portable form: every integer kind
+// becomes int64, float32 becomes float64, typed slices and string-keyed maps
+// become []any and map[string]any. It rejects anything else (structs,
+// pointers, times, NaN and infinities, non-string keys, "$" keys) with a
+// *NotPortableError. The result shares no mutable containers with v.
+func Normalize(v any) (any, error) {
+	return normalize(v, "")
+}
+
+func normalize(v any, path string) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		return x, nil
+	case string:
+		return x, nil
+	case int64:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, &NotPortableError{Path: path, Reason: "NaN and infinities are not portable"}
+		}
+		return x, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := normalize(e, indexPath(path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if strings.HasPrefix(k, "$") {
+				return nil, &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			}
+			n, err := normalize(e, keyPath(path, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return normalizeReflect(v, path)
+}
+
+func normalizeReflect(v any, path string) (any, error) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Bool:
+		return rv.Bool(), nil
+	case reflect.String:
+		return rv.String(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return nil, &NotPortableError{Path: path, Reason: "integer overflows int64"}
+		}
+		return int64(u), nil
+	case reflect.Float32, reflect.Float64:
+		return normalize(rv.Float(), path)
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return []any{}, nil
+		}
+		out := make([]any, rv.Len())
+		for i := range out {
+			n, err := normalize(rv.Index(i).Interface(), indexPath(path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return nil, &NotPortableError{Path: path, Reason: "map keys must be strings"}
+		}
+		out := make(map[string]any, rv.Len())
+		iter := rv.MapRange()
+		for iter.Next() {
+			k := iter.Key().String()
+			if strings.HasPrefix(k, "$") {
+				return nil, &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			}
+			n, err := normalize(iter.Value().Interface(), keyPath(path, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return nil, &NotPortableError{Path: path, Reason: fmt.Sprintf("unsupported type %T", v)}
+}
+
+// Check reports whether v is already in portable form (as Normalize would
+// return it) without copying.
+func Check(v any) error { return check(v, "") }
+
+func check(v any, path string) error {
+	switch x := v.(type) {
+	case nil, bool, string, int64:
+		return nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return &NotPortableError{Path: path, Reason: "NaN and infinities are not portable"}
+		}
+		return nil
+	case []any:
+		for i, e := range x {
+			if err := check(e, indexPath(path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		for k, e := range x {
+			if strings.HasPrefix(k, "$") {
+				return &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			}
+			if err := check(e, keyPath(path, k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &NotPortableError{Path: path, Reason: fmt.Sprintf("unsupported type %T", v)}
+}
+
+func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func keyPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// Equal is strict deep equality: int64(1) and float64(1) differ, lists
+// compare element-wise and maps key-wise. It is the comparison used by enum
+// membership and append/union de-duplication.
+func Equal(a, b any) bool { return equal(a, b, false) }
+
+// NumericEqual is deep equality in which numbers compare by numeric value
+// (1 == 1.0, at any depth). It is the comparison used by the guard "equals".
+func NumericEqual(a, b any) bool { return equal(a, b, true) }
+
+func equal(a, b any, numeric bool) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return numeric && float64(x) == y
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case int64:
+			return numeric && x == float64(y)
+		}
+		return false
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i], numeric) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equal(xv, yv, numeric) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Clone deep-copies a portable value so the copy shares no containers.
+func Clone(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Clone(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Clone(e)
+		}
+		return out
+	}
+	return v
+}
+
+// IsNumber reports whether v is an int64 or float64.
+func IsNumber(v any) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// SortedKeys returns the keys of m in ascending byte order, the order every
+// "sorted" in Docket's determinism contract refers to for identifiers.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,128 @@
+package value_test
+
+import (
+	"testing"
+
+	"github.com/docketgo/docket/domain/value"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func TestDecodeKeepsIntegersAndFloatsDistinct(t *testing.T) {
+	v, err := value.DecodeJSON([]byte(`{"i":1,"f":1.0,"e":1e3,"n":-0.5,"l":[2,2.5]}`))
+	require.NoError(t, err)
+	m := v.(map[string]any)
+	assert.Equal(t, int64(1), m["i"])
+	assert.Equal(t, float64(1), m["f"])
+	assert.Equal(t, float64(1000), m["e"])
+	assert.Equal(t, -0.5, m["n"])
+	assert.Equal(t, []any{int64(2), 2.5}, m["l"])
+}
+
+func TestCanonicalRoundTripsNumbersAsWhatTheyWere(t *testing.T) {
+	cases := map[string]any{
+		`1.0`:                     1.0,
+		`1`:                       int64(1),
+		`0.0`:                     0.0,
+		`1e+21`:                   1e21,
+		`1e-7`:                    1e-7,
+		`0.000001`:                1e-6,
+		`123.456`:                 123.456,
+		`-2.0`:                    -2.0,
+		`100000000000000000000.0`: 1e20,
+	}
+	for want, v := range cases {
+		got, err := value.Canonical(v)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+		back, err := value.DecodeJSON(got)
+		require.NoError(t, err)
+		assert.True(t, value.Equal(v, back), "round trip of %s", want)
+	}
+}
+
+func TestCanonicalSortsKeysAndEscapesMinimally(t *testing.T) {
+	got, err := value.Canonical(map[string]any{"b": "x\"\n\u0001é", "a": []any{nil, true}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":[null,true],"b":"x\"\n\u0001é"}`, string(got))
+}
+
+func TestNormalizeRejectsNonPortableValues(t *testing.T) {
+	for name, v := range map[string]any{
+		"struct":      struct{}{},
+		"dollar key":  map[string]any{"$x": 1},
+		"nested NaN":  []any{map[string]any{"a": nanValue()}},
+		"int map key": map[int]string{1: "a"},
+	} {
+		_, err := value.Normalize(v)
+		assert.ErrorIs(t, err, value.ErrNotPortable, name)
+	}
+	n, err := value.Normalize(map[string]any{"a": []string{"x"}, "b": 3, "c": float32(0.5)})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"a": []any{"x"}, "b": int64(3), "c": 0.5}, n)
+}
+
+func nanValue() float64 { zero := 0.0; return zero / zero }
+
+func TestEqualityStrictVersusNumeric(t *testing.T) {
+	assert.False(t, value.Equal(int64(1), 1.0))
+	assert.True(t, value.NumericEqual(int64(1), 1.0))
+	assert.True(t, value.NumericEqual([]any{map[string]any{"a": int64(2)}}, []any{map[string]any{"a": 2.0}}))
+	assert.False(t, value.NumericEqual(map[string]any{"a": int64(2)}, map[string]any{"b": int64(2)}))
+}
+
+// portableValue generates arbitrary portable values.
+func portableValue() *rapid.Generator[any] {
+	return rapid.Deferred(func() *rapid.Generator[any] {
+		scalar := rapid.OneOf(
+			rapid.Just[any](nil),
+			rapid.Map(rapid.Bool(), func(b bool) any { return b }),
+			rapid.Map(rapid.String(), func(s string) any { return s }),
+			rapid.Map(rapid.Int64(), func(i int64) any { return i }),
+			rapid.Map(rapid.Float64(), func(f float64) any { return f }),
+		)
+		return rapid.OneOf(
+			scalar, scalar, scalar,
+			rapid.Map(rapid.SliceOfN(portableValue(), 0, 3), func(l []any) any { return l }),
+			rapid.Map(rapid.MapOfN(rapid.StringMatching(`[a-z]{0,4}`), portableValue(), 0, 3), func(m map[string]any) any { return m }),
+		)
+	})
+}
+
+func TestCanonicalIsStableUnderReencoding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := portableValue().Draw(t, "v")
+		first, err := value.Canonical(v)
+		require.NoError(t, err)
+		back, err := value.DecodeJSON(first)
+		require.NoError(t, err)
+		assert.True(t, value.Equal(v, back))
+		second, err := value.Canonical(back)
+		require.NoError(t, err)
+		assert.Equal(t, string(first), string(second))
+	})
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `[1.5,"x",null]`, `1e400`, `{"$guard":{}}`, `"\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := value.DecodeJSON(data)
+		if err != nil {
+			return
+		}
+		enc, err := value.Canonical(v)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		back, err := value.DecodeJSON(enc)
+		if err != nil {
+			t.Fatalf("canonical output does not decode: %v", err)
+		}
+		if !value.Equal(v, back) {
+			t.Fatalf("round trip changed the value: %s", enc)
+		}
+	})
+}

@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/ports
+
+go 1.26
