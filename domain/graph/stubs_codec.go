@@ -35,4 +35,3 @@ func (e *GuardError) Error() string { return "guard evaluation failed" }
 // Eval evaluates the guard against v. A nil guard passes. Unwritten or
 // missing values make a guard false; they never error.
 func (g *Guard) Eval(v View) (bool, error) { panic("unimplemented") }
-
