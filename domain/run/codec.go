@@ -1,0 +1,806 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/docketgo/docket/domain/value"
+)
+
+// ErrCorruptRun is wrapped by Decode failures: the bytes are not a run
+// document this codec wrote, or the run they describe breaks a durable
+// invariant (then ErrInvalidRun matches too).
+var ErrCorruptRun = errors.New("corrupt run document")
+
+// formatVersion names the document layout; Decode accepts only this one.
+const formatVersion = 1
+
+// timeLayout writes timestamps as RFC 3339 in UTC with exactly six
+// fractional digits, so they sort as text and parse back to the microsecond.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Encode serializes the run document deterministically (equal runs, equal
+// bytes) for storage; Decode is its inverse and validates the result.
+//
+// The bytes are canonical JSON (RFC 8785 style, as value.Canonical writes
+// it) of the run's map form: snake_case keys, integers as JSON integers,
+// floats with a fraction, timestamps as RFC 3339 strings with six fractional
+// digits, absent optional fields as null. Nil and empty containers of the
+// run's own fields are written differently (null versus [] or {}) so Decode
+// restores exactly the run it was given. Encode refuses a run that fails
+// Validate, so nothing invalid is ever stored.
+func Encode(r *Run) ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	w := writer{b: make([]byte, 0, 2048)}
+	w.run(r)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.b, nil
+}
+
+// writer emits canonical JSON for an already validated run, appending to a
+// byte slice. Object keys are written in sorted order by hand; portable
+// values are written as value.Canonical writes them (tests hold the two to
+// the same bytes).
+type writer struct {
+	b   []byte
+	err error // a non-portable value slipped past validation
+}
+
+func (w *writer) raw(s string) { w.b = append(w.b, s...) }
+
+func (w *writer) key(first bool, k string) {
+	if !first {
+		w.b = append(w.b, ',')
+	}
+	w.str(k)
+	w.b = append(w.b, ':')
+}
+
+func (w *writer) str(s string) { w.b = appendString(w.b, s) }
+
+func (w *writer) optStr(s string) {
+	if s == "" {
+		w.raw("null")
+		return
+	}
+	w.str(s)
+}
+
+func (w *writer) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
+
+func (w *writer) time(t time.Time) {
+	if t.IsZero() {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, '"')
+	w.b = t.AppendFormat(w.b, timeLayout)
+	w.b = append(w.b, '"')
+}
+
+// value writes a portable value canonically.
+func (w *writer) value(v any) {
+	switch x := v.(type) {
+	case nil:
+		w.raw("null")
+	case bool:
+		w.b = strconv.AppendBool(w.b, x)
+	case string:
+		w.str(x)
+	case int64:
+		w.int(x)
+	case float64:
+		w.float(x)
+	case []any:
+		w.b = append(w.b, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.value(e)
+		}
+		w.b = append(w.b, ']')
+	case map[string]any:
+		w.b = append(w.b, '{')
+		for i, k := range canonicalKeys(x) {
+			w.key(i == 0, k)
+			w.value(x[k])
+		}
+		w.b = append(w.b, '}')
+	default:
+		if w.err == nil {
+			w.err = fmt.Errorf("%w: unsupported type %T", value.ErrNotPortable, v)
+		}
+		w.raw("null")
+	}
+}
+
+// float writes f as ECMAScript prints numbers, keeping a fraction on
+// integral values so they read back as floats. In the usual range that is
+// Go's shortest fixed notation; value.FormatFloat handles the rest.
+func (w *writer) float(f float64) {
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+		if f == math.Trunc(f) {
+			w.b = append(w.b, ".0"...)
+		}
+		return
+	}
+	s, err := value.FormatFloat(f)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	w.raw(s)
+}
+
+// portableMap keeps nil (null) apart from empty ({}).
+func (w *writer) portableMap(m map[string]any) {
+	if m == nil {
+		w.raw("null")
+		return
+	}
+	w.value(m)
+}
+
+func (w *writer) strings(s []string) {
+	if s == nil {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, '[')
+	for i, e := range s {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(e)
+	}
+	w.b = append(w.b, ']')
+}
+
+// object writes a map of records with keys in canonical order.
+func object[V any](w *writer, m map[string]V, each func(V)) {
+	if m == nil {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, '{')
+	for i, k := range canonicalKeys(m) {
+		w.key(i == 0, k)
+		each(m[k])
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) run(r *Run) {
+	w.b = append(w.b, '{')
+	w.key(true, "active_tasks")
+	object(w, r.ActiveTasks, w.task)
+	w.key(false, "changed_channels")
+	w.strings(r.ChangedChannels)
+	w.key(false, "channels")
+	object(w, r.Channels, w.channel)
+	w.key(false, "checkpoint_seq")
+	w.int(r.CheckpointSeq)
+	w.key(false, "event_seq")
+	w.int(r.EventSeq)
+	w.key(false, "failure")
+	w.failure(r.Failure)
+	w.key(false, "finished_at")
+	w.time(r.FinishedAt)
+	w.key(false, "format_version")
+	w.int(formatVersion)
+	w.key(false, "graph_hash")
+	w.str(r.GraphHash)
+	w.key(false, "graph_id")
+	w.str(r.GraphID)
+	w.key(false, "id")
+	w.str(r.ID)
+	w.key(false, "input")
+	w.portableMap(r.Input)
+	w.key(false, "interrupts")
+	object(w, r.Interrupts, w.interrupt)
+	w.key(false, "metadata")
+	w.portableMap(r.Metadata)
+	w.key(false, "output")
+	w.portableMap(r.Output)
+	w.key(false, "pending_nodes")
+	w.strings(r.PendingNodes)
+	w.key(false, "pending_writes")
+	if r.PendingWrites == nil {
+		w.raw("null")
+	} else {
+		w.b = append(w.b, '[')
+		for i, pw := range r.PendingWrites {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.pendingWrite(pw)
+		}
+		w.b = append(w.b, ']')
+	}
+	w.key(false, "started_at")
+	w.time(r.StartedAt)
+	w.key(false, "status")
+	w.str(string(r.Status))
+	w.key(false, "step")
+	w.int(int64(r.Step))
+	w.key(false, "timers")
+	object(w, r.Timers, w.timer)
+	w.key(false, "updated_at")
+	w.time(r.UpdatedAt)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) channel(c Channel) {
+	w.b = append(w.b, '{')
+	w.key(true, "barrier_seen")
+	w.strings(c.BarrierSeen)
+	w.key(false, "value")
+	w.value(c.Value)
+	w.key(false, "version")
+	w.int(c.Version)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) failure(f *Failure) {
+	if f == nil {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, '{')
+	w.key(true, "code")
+	w.str(f.Code)
+	w.key(false, "details")
+	w.portableMap(f.Details)
+	w.key(false, "message")
+	w.str(f.Message)
+	w.key(false, "node_id")
+	w.optStr(f.NodeID)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) task(t TaskState) {
+	w.b = append(w.b, '{')
+	w.key(true, "attempt")
+	w.int(int64(t.Attempt))
+	w.key(false, "deadline_at")
+	w.time(t.DeadlineAt)
+	w.key(false, "failures")
+	if t.Failures == nil {
+		w.raw("null")
+	} else {
+		w.b = append(w.b, '[')
+		for i, f := range t.Failures {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, '{')
+			w.key(true, "attempt")
+			w.int(int64(f.Attempt))
+			w.key(false, "reason")
+			w.str(f.Reason)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	w.key(false, "idempotency_key")
+	w.str(t.IdempotencyKey)
+	w.key(false, "input_hash")
+	w.str(t.InputHash)
+	w.key(false, "metadata")
+	w.portableMap(t.Metadata)
+	w.key(false, "node_id")
+	w.str(t.NodeID)
+	w.key(false, "snapshot")
+	w.portableMap(t.Snapshot)
+	w.key(false, "source_versions")
+	object(w, t.SourceVersions, w.int)
+	w.key(false, "started_at")
+	w.time(t.StartedAt)
+	w.key(false, "status")
+	w.str(t.Status)
+	w.key(false, "step")
+	w.int(int64(t.Step))
+	w.key(false, "task_id")
+	w.str(t.TaskID)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) pendingWrite(pw PendingWrite) {
+	w.b = append(w.b, '{')
+	w.key(true, "attempt")
+	w.int(int64(pw.Attempt))
+	w.key(false, "kind")
+	w.str(pw.Kind)
+	w.key(false, "node_id")
+	w.str(pw.NodeID)
+	w.key(false, "task_id")
+	w.str(pw.TaskID)
+	w.key(false, "value")
+	w.value(pw.Value)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) interrupt(in Interrupt) {
+	w.b = append(w.b, '{')
+	w.key(true, "created_at")
+	w.time(in.CreatedAt)
+	w.key(false, "id")
+	w.str(in.ID)
+	w.key(false, "metadata")
+	w.portableMap(in.Metadata)
+	w.key(false, "node_id")
+	w.str(in.NodeID)
+	w.key(false, "resolved_at")
+	w.time(in.ResolvedAt)
+	w.key(false, "resume_channel")
+	w.str(in.ResumeChannel)
+	w.key(false, "schema")
+	w.portableMap(in.Schema)
+	w.key(false, "status")
+	w.str(in.Status)
+	w.b = append(w.b, '}')
+}
+
+func (w *writer) timer(t Timer) {
+	w.b = append(w.b, '{')
+	w.key(true, "fires_at")
+	w.time(t.FiresAt)
+	w.key(false, "kind")
+	w.str(t.Kind)
+	w.b = append(w.b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a canonical JSON string: only '"', '\\' and
+// control characters are escaped (with the short forms where JSON has
+// them), and invalid UTF-8 becomes U+FFFD, exactly as value.Canonical does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			if c < 0x20 {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			} else {
+				b = append(b, `\ufffd`...) // invalid UTF-8 byte
+			}
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// canonicalKeys returns m's keys in the order canonical JSON sorts object
+// keys: by UTF-16 code units, which is byte order unless a key mixes
+// characters above U+FFFF with characters from U+E000 to U+FFFF.
+func canonicalKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	// Byte order and UTF-16 order differ only between characters from
+	// U+E000 (lead byte 0xEE) up and characters above U+FFFF.
+	for _, k := range keys {
+		for i := 0; i < len(k); i++ {
+			if k[i] >= 0xEE {
+				slices.SortFunc(keys, compareUTF16)
+				return keys
+			}
+		}
+	}
+	return keys
+}
+
+func compareUTF16(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) || i == len(b) || (a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf) {
+		return strings.Compare(a, b)
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i-- // back to the start of the rune the strings differ in
+	}
+	ra, _ := utf8.DecodeRuneInString(a[i:])
+	rb, _ := utf8.DecodeRuneInString(b[i:])
+	if c := compareFirstUnit(ra, rb); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// compareFirstUnit orders two runes by their UTF-16 encoding.
+func compareFirstUnit(a, b rune) int {
+	unit := func(r rune) rune {
+		if r >= 0x10000 {
+			hi, _ := utf16.EncodeRune(r)
+			return hi
+		}
+		return r
+	}
+	if c := int(unit(a)) - int(unit(b)); c != 0 {
+		return c
+	}
+	return int(a) - int(b)
+}
+
+// Decode parses bytes written by Encode and validates the run. Errors wrap
+// ErrCorruptRun; a run that breaks an invariant also matches ErrInvalidRun.
+func Decode(b []byte) (*Run, error) {
+	doc, err := parseJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
+	}
+	d := &reader{}
+	r := d.run(doc)
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, d.err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
+	}
+	return r, nil
+}
+
+// reader turns the decoded JSON tree back into a run. The first shape
+// error wins; later reads return zero values.
+type reader struct{ err error }
+
+func (d *reader) failf(path, format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+	}
+}
+
+// record is one JSON object of the document whose keys must be exactly
+// those of its layout.
+type record struct {
+	d    *reader
+	m    map[string]any
+	path string
+}
+
+// object checks that v is an object with exactly the given keys.
+func (d *reader) object(v any, path string, keys ...string) (record, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.failf(path, "want an object, got %s", kindOf(v))
+		return record{}, false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			d.failf(path, "missing key %q", k)
+			return record{}, false
+		}
+	}
+	if len(m) != len(keys) {
+		for _, k := range value.SortedKeys(m) {
+			if !slices.Contains(keys, k) {
+				d.failf(path, "unknown key %q", k)
+				break
+			}
+		}
+		return record{}, false
+	}
+	return record{d: d, m: m, path: path}, true
+}
+
+func (o record) at(k string) string {
+	if o.path == "" {
+		return k
+	}
+	return o.path + "." + k
+}
+
+func (o record) str(k string) string {
+	s, ok := o.m[k].(string)
+	if !ok {
+		o.d.failf(o.at(k), "want a string, got %s", kindOf(o.m[k]))
+	}
+	return s
+}
+
+func (o record) optStr(k string) string {
+	if o.m[k] == nil {
+		return ""
+	}
+	return o.str(k)
+}
+
+func (o record) int64(k string) int64 {
+	n, ok := o.m[k].(int64)
+	if !ok {
+		o.d.failf(o.at(k), "want an integer, got %s", kindOf(o.m[k]))
+	}
+	return n
+}
+
+func (o record) int(k string) int {
+	n := o.int64(k)
+	if int64(int(n)) != n {
+		o.d.failf(o.at(k), "integer %d overflows int", n)
+	}
+	return int(n)
+}
+
+func (o record) time(k string) time.Time {
+	v := o.m[k]
+	if v == nil {
+		return time.Time{}
+	}
+	s, ok := v.(string)
+	if !ok {
+		o.d.failf(o.at(k), "want a timestamp string, got %s", kindOf(v))
+		return time.Time{}
+	}
+	t, err := time.Parse(timeLayout, s)
+	if err != nil || t.IsZero() {
+		o.d.failf(o.at(k), "invalid timestamp %q", s)
+		return time.Time{}
+	}
+	return t
+}
+
+// portableMap reads a map of portable values, null meaning nil.
+func (o record) portableMap(k string) map[string]any {
+	v := o.m[k]
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		o.d.failf(o.at(k), "want an object or null, got %s", kindOf(v))
+	}
+	return m
+}
+
+func (o record) strings(k string) []string {
+	v := o.m[k]
+	if v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		o.d.failf(o.at(k), "want a list of strings or null, got %s", kindOf(v))
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			o.d.failf(fmt.Sprintf("%s[%d]", o.at(k), i), "want a string, got %s", kindOf(e))
+			return nil
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// each reads an object of records keyed by ID, null meaning nil.
+func each[V any](o record, k string, read func(v any, path string) V) map[string]V {
+	v := o.m[k]
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		o.d.failf(o.at(k), "want an object or null, got %s", kindOf(v))
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for id, e := range m {
+		out[id] = read(e, o.at(k)+"["+strconv.Quote(id)+"]")
+	}
+	return out
+}
+
+// list reads a list of records, null meaning nil.
+func list[V any](o record, k string, read func(v any, path string) V) []V {
+	v := o.m[k]
+	if v == nil {
+		return nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		o.d.failf(o.at(k), "want a list or null, got %s", kindOf(v))
+		return nil
+	}
+	out := make([]V, len(l))
+	for i, e := range l {
+		out[i] = read(e, fmt.Sprintf("%s[%d]", o.at(k), i))
+	}
+	return out
+}
+
+func (d *reader) run(doc any) *Run {
+	o, ok := d.object(doc, "", "active_tasks", "changed_channels", "channels", "checkpoint_seq",
+		"event_seq", "failure", "finished_at", "format_version", "graph_hash", "graph_id", "id",
+		"input", "interrupts", "metadata", "output", "pending_nodes", "pending_writes",
+		"started_at", "status", "step", "timers", "updated_at")
+	if !ok {
+		return nil
+	}
+	if v := o.int64("format_version"); d.err == nil && v != formatVersion {
+		d.failf("format_version", "unsupported format version %d", v)
+		return nil
+	}
+	r := &Run{
+		ID:              o.str("id"),
+		GraphID:         o.str("graph_id"),
+		GraphHash:       o.str("graph_hash"),
+		Status:          Status(o.str("status")),
+		Input:           o.portableMap("input"),
+		Output:          o.portableMap("output"),
+		StartedAt:       o.time("started_at"),
+		UpdatedAt:       o.time("updated_at"),
+		FinishedAt:      o.time("finished_at"),
+		Step:            o.int("step"),
+		Channels:        each(o, "channels", d.channel),
+		ChangedChannels: o.strings("changed_channels"),
+		PendingNodes:    o.strings("pending_nodes"),
+		ActiveTasks:     each(o, "active_tasks", d.task),
+		PendingWrites:   list(o, "pending_writes", d.pendingWrite),
+		Interrupts:      each(o, "interrupts", d.interrupt),
+		Timers:          each(o, "timers", d.timer),
+		CheckpointSeq:   o.int64("checkpoint_seq"),
+		EventSeq:        o.int64("event_seq"),
+		Metadata:        o.portableMap("metadata"),
+	}
+	if f := o.m["failure"]; f != nil {
+		r.Failure = d.failure(f, "failure")
+	}
+	return r
+}
+
+func (d *reader) channel(v any, path string) Channel {
+	o, ok := d.object(v, path, "barrier_seen", "value", "version")
+	if !ok {
+		return Channel{}
+	}
+	return Channel{Value: o.m["value"], Version: o.int64("version"), BarrierSeen: o.strings("barrier_seen")}
+}
+
+func (d *reader) failure(v any, path string) *Failure {
+	o, ok := d.object(v, path, "code", "details", "message", "node_id")
+	if !ok {
+		return nil
+	}
+	return &Failure{Code: o.str("code"), Message: o.str("message"), NodeID: o.optStr("node_id"), Details: o.portableMap("details")}
+}
+
+func (d *reader) task(v any, path string) TaskState {
+	o, ok := d.object(v, path, "attempt", "deadline_at", "failures", "idempotency_key", "input_hash",
+		"metadata", "node_id", "snapshot", "source_versions", "started_at", "status", "step", "task_id")
+	if !ok {
+		return TaskState{}
+	}
+	return TaskState{
+		TaskID:         o.str("task_id"),
+		NodeID:         o.str("node_id"),
+		Step:           o.int("step"),
+		Attempt:        o.int("attempt"),
+		Status:         o.str("status"),
+		InputHash:      o.str("input_hash"),
+		IdempotencyKey: o.str("idempotency_key"),
+		Snapshot:       o.portableMap("snapshot"),
+		SourceVersions: each(o, "source_versions", d.version),
+		StartedAt:      o.time("started_at"),
+		DeadlineAt:     o.time("deadline_at"),
+		Failures:       list(o, "failures", d.attemptFailure),
+		Metadata:       o.portableMap("metadata"),
+	}
+}
+
+func (d *reader) version(v any, path string) int64 {
+	n, ok := v.(int64)
+	if !ok {
+		d.failf(path, "want an integer, got %s", kindOf(v))
+	}
+	return n
+}
+
+func (d *reader) attemptFailure(v any, path string) AttemptFailure {
+	o, ok := d.object(v, path, "attempt", "reason")
+	if !ok {
+		return AttemptFailure{}
+	}
+	return AttemptFailure{Attempt: o.int("attempt"), Reason: o.str("reason")}
+}
+
+func (d *reader) pendingWrite(v any, path string) PendingWrite {
+	o, ok := d.object(v, path, "attempt", "kind", "node_id", "task_id", "value")
+	if !ok {
+		return PendingWrite{}
+	}
+	return PendingWrite{TaskID: o.str("task_id"), NodeID: o.str("node_id"), Attempt: o.int("attempt"), Kind: o.str("kind"), Value: o.m["value"]}
+}
+
+func (d *reader) interrupt(v any, path string) Interrupt {
+	o, ok := d.object(v, path, "created_at", "id", "metadata", "node_id", "resolved_at", "resume_channel", "schema", "status")
+	if !ok {
+		return Interrupt{}
+	}
+	return Interrupt{
+		ID:            o.str("id"),
+		NodeID:        o.str("node_id"),
+		Status:        o.str("status"),
+		ResumeChannel: o.str("resume_channel"),
+		Schema:        o.portableMap("schema"),
+		CreatedAt:     o.time("created_at"),
+		ResolvedAt:    o.time("resolved_at"),
+		Metadata:      o.portableMap("metadata"),
+	}
+}
+
+func (d *reader) timer(v any, path string) Timer {
+	o, ok := d.object(v, path, "fires_at", "kind")
+	if !ok {
+		return Timer{}
+	}
+	return Timer{Kind: o.str("kind"), FiresAt: o.time("fires_at")}
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,270 @@
+package run
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/docketgo/docket/domain/value"
+)
+
+func codecFixtures() map[string]*Run {
+	_, park := retryParkPair()
+	withNils := runningRun()
+	withNils.Input, withNils.Metadata, withNils.Channels = nil, nil, nil
+	withNils.ChangedChannels, withNils.PendingNodes = nil, nil
+	withNils.ActiveTasks, withNils.PendingWrites, withNils.Interrupts, withNils.Timers = nil, nil, nil, nil
+	numbers := runningRun()
+	numbers.Channels["state:n"] = Channel{Value: map[string]any{"int": int64(1), "float": 1.0, "big": int64(1) << 62, "tiny": 1e-7, "huge": 1e300, "neg": -2.5}, Version: 3}
+	unicode := runningRun()
+	unicode.Channels["state:\uffee"] = Channel{Value: "\u2028 \x01 \"q\" 😀", Version: 1}
+	unicode.Channels["state:😀"] = Channel{Value: "emoji", Version: 1}
+	unicode.Metadata = map[string]any{"é": "accent", "ascii": "plain"}
+	return map[string]*Run{
+		"running": runningRun(), "retry park": park, "waiting": waitingRun(), "done": doneRun(),
+		"failed": failedRun(), "rich": richRun(), "nil containers": withNils,
+		"int and float values": numbers, "unicode keys and strings": unicode,
+	}
+}
+
+// assertCanonical checks that b is its own canonical JSON form.
+func assertCanonical(t require.TestingT, b []byte) {
+	doc, err := value.DecodeJSON(b)
+	require.NoError(t, err)
+	again, err := value.Canonical(doc)
+	require.NoError(t, err)
+	assert.Equal(t, string(again), string(b), "Encode writes canonical JSON")
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	t.Parallel()
+	for name, r := range codecFixtures() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.NoError(t, r.Validate())
+			b, err := Encode(r)
+			require.NoError(t, err)
+			got, err := Decode(b)
+			require.NoError(t, err)
+			assert.Equal(t, r, got)
+			again, err := Encode(got)
+			require.NoError(t, err)
+			assert.Equal(t, string(b), string(again))
+			assertCanonical(t, b)
+		})
+	}
+}
+
+func TestEncodeIsDeterministic(t *testing.T) {
+	t.Parallel()
+	a, err := Encode(richRun())
+	require.NoError(t, err)
+	for range 20 {
+		b, err := Encode(richRun()) // fresh maps, fresh iteration orders
+		require.NoError(t, err)
+		require.Equal(t, string(a), string(b))
+	}
+}
+
+func TestEncodeDocumentShape(t *testing.T) {
+	t.Parallel()
+	b, err := Encode(failedRun())
+	require.NoError(t, err)
+	s := string(b)
+	assert.True(t, strings.HasPrefix(s, `{"active_tasks":{},"changed_channels":["edge:start_fast","input:value"],`), s)
+	assert.Contains(t, s, `"failure":{"code":"node_failed","details":{"errors":{"a":"always_fails"},"nodes":["a"]},"message":"node(s) a failed permanently","node_id":"a"}`)
+	assert.Contains(t, s, `"finished_at":"2025-03-04T05:06:07.128456Z","format_version":1,`)
+	assert.Contains(t, s, `"output":null,`)
+	assert.Contains(t, s, `"started_at":"2025-03-04T05:06:07.123456Z","status":"failed","step":0,`)
+
+	r := runningRun()
+	r.StartedAt = r.StartedAt.Truncate(1e9)
+	b, err = Encode(r)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"started_at":"2025-03-04T05:06:07.000000Z"`, "always six fractional digits")
+}
+
+func TestEncodeRefusesAnInvalidRun(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.Status = StatusCreated
+	_, err := Encode(r)
+	assert.ErrorIs(t, err, ErrInvalidRun)
+}
+
+func TestDecodeRejectsCorruptDocuments(t *testing.T) {
+	t.Parallel()
+	good, err := Encode(waitingRun())
+	require.NoError(t, err)
+	doc := string(good)
+	replace := func(old, new string) string {
+		require.Contains(t, doc, old)
+		return strings.Replace(doc, old, new, 1)
+	}
+	cases := []struct {
+		name, doc, want string
+		invalid         bool
+	}{
+		{"not json", "{", "decode json", false},
+		{"trailing data", doc + "{}", "unexpected data", false},
+		{"not an object", "[]", "want an object", false},
+		{"other format version", replace(`"format_version":1`, `"format_version":2`), "unsupported format version 2", false},
+		{"missing key", replace(`"event_seq":4,`, ``), `missing key "event_seq"`, false},
+		{"unknown key", replace(`"event_seq":4,`, `"event_seq":4,"extra":1,`), `unknown key "extra"`, false},
+		{"float counter", replace(`"step":2`, `"step":2.0`), "step: want an integer, got a float", false},
+		{"string id", replace(`"id":"r"`, `"id":7`), "id: want a string", false},
+		{"bad timestamp", replace(`"started_at":"2025-03-04T05:06:07.123456Z"`, `"started_at":"2025-03-04T05:06:07.123Z"`), `started_at: invalid timestamp`, false},
+		{"non-UTC timestamp", replace(`"started_at":"2025-03-04T05:06:07.123456Z"`, `"started_at":"2025-03-04T05:06:07.123456+01:00"`), `started_at: invalid timestamp`, false},
+		{"bad nested record", replace(`"resume_channel":"answer"`, `"resume_channel":null`), `interrupts["asked"].resume_channel: want a string`, false},
+		{"set of non-strings", replace(`"pending_nodes":["gate","other"]`, `"pending_nodes":[1]`), "pending_nodes[0]: want a string", false},
+		{"broken invariant", replace(`"status":"waiting"`, `"status":"created"`), `status "created" is not a durable status`, true},
+		{"reserved key in a value", replace(`"input":{"value":"hello"}`, `"input":{"$value":"hello"}`), "reserved", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Decode([]byte(tc.doc))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrCorruptRun)
+			assert.Equal(t, tc.invalid, errors.Is(err, ErrInvalidRun))
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestCodecRoundTripProperty(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		r := genRun(t)
+		require.NoError(t, r.Validate())
+		b, err := Encode(r)
+		require.NoError(t, err)
+		got, err := Decode(b)
+		require.NoError(t, err)
+		require.Equal(t, r, got)
+		again, err := Encode(got)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(b, again), "re-encoding gives identical bytes")
+		assertCanonical(t, b)
+	})
+}
+
+func TestCloneProperty(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		r := genRun(t)
+		c := r.Clone()
+		require.Equal(t, r, c)
+		b1, err := Encode(r)
+		require.NoError(t, err)
+		b2, err := Encode(c)
+		require.NoError(t, err)
+		require.Equal(t, string(b1), string(b2))
+	})
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, r := range codecFixtures() {
+		b, err := Encode(r)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Decode(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorruptRun)
+			return
+		}
+		enc, err := Encode(r)
+		require.NoError(t, err, "a decoded run encodes")
+		again, err := Decode(enc)
+		require.NoError(t, err)
+		require.Equal(t, r, again)
+		enc2, err := Encode(again)
+		require.NoError(t, err)
+		require.Equal(t, string(enc), string(enc2))
+	})
+}
+
+// benchRun is a mid-sized run: 40 channels, 8 interrupts, a parked
+// superstep of 4 tasks (30-key snapshots) and 3 pending writes.
+func benchRun() *Run {
+	r := runningRun()
+	snapshot := map[string]any{}
+	for i := range 30 {
+		key := fmt.Sprintf("field_%02d", i)
+		var v any
+		switch i % 4 {
+		case 0:
+			v = fmt.Sprintf("some text value number %d", i)
+		case 1:
+			v = int64(i * 1000)
+		case 2:
+			v = float64(i) / 3
+		default:
+			v = []any{"a", int64(i), map[string]any{"nested": true, "n": 1.5}}
+		}
+		snapshot[key] = v
+		r.Channels["state:"+key] = Channel{Value: v, Version: int64(i + 1)}
+	}
+	for i := range 10 {
+		r.Channels[fmt.Sprintf("edge:e%02d", i)] = Channel{Value: i%2 == 0, Version: int64(i)}
+	}
+	r.Interrupts = map[string]Interrupt{}
+	for i := range 8 {
+		id := fmt.Sprintf("interrupt_%016x", i)
+		r.Interrupts[id] = Interrupt{ID: id, NodeID: "gate", Status: InterruptResolved, ResumeChannel: "decision",
+			Schema: map[string]any{"type": "string"}, CreatedAt: at(i), ResolvedAt: at(i + 1), Metadata: map[string]any{"i": int64(i)}}
+	}
+	for i := range 7 {
+		node := fmt.Sprintf("node_%d", i)
+		if i < 4 {
+			task := parkedTask(r.ID, r.Step, node, 3, snapshot)
+			r.ActiveTasks[task.TaskID] = task
+			r.Timers[task.TaskID] = Timer{Kind: TimerRetry, FiresAt: at(100 + i)}
+			continue
+		}
+		r.PendingWrites = append(r.PendingWrites, PendingWrite{TaskID: TaskID(r.ID, r.Step, node), NodeID: node, Attempt: 1,
+			Kind: WriteUpdate, Value: map[string]any{"field_00": "new", "field_01": int64(7)}})
+	}
+	return r
+}
+
+func BenchmarkEncode(b *testing.B) {
+	r := benchRun()
+	enc, err := Encode(r)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	enc, err := Encode(benchRun())
+	require.NoError(b, err)
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestCanonicalKeysSortByUTF16(t *testing.T) {
+	t.Parallel()
+	m := map[string]int{"\uffee": 0, "😀": 0, "b": 0, "a": 0, "é": 0, "ab": 0, "": 0}
+	assert.Equal(t, []string{"", "a", "ab", "b", "é", "😀", "\uffee"}, canonicalKeys(m))
+}

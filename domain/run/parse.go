@@ -1,0 +1,405 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+// parseJSON parses one JSON document into a portable-shaped value, as
+// value.DecodeJSON does (numbers with a fraction or exponent are float64,
+// all others int64), but without reflection, because Decode runs on every
+// load of a run. It is stricter: duplicate object keys and invalid UTF-8
+// are errors, since Encode never writes them.
+func parseJSON(b []byte) (any, error) {
+	p := parser{b: b}
+	p.space()
+	v := p.value(0)
+	if p.err == nil {
+		p.space()
+		if p.i < len(p.b) {
+			p.fail("unexpected data after the document")
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return v, nil
+}
+
+type parser struct {
+	b   []byte
+	i   int
+	err error
+	buf []byte // scratch for strings with escapes
+}
+
+func (p *parser) fail(format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("decode json: offset %d: %s", p.i, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *parser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) any {
+	if p.err != nil {
+		return nil
+	}
+	if depth > maxDepth {
+		p.fail("nesting deeper than %d", maxDepth)
+		return nil
+	}
+	if p.i >= len(p.b) {
+		p.fail("unexpected end of input")
+		return nil
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.string()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case c == 't':
+		return p.literal("true", true)
+	case c == 'f':
+		return p.literal("false", false)
+	case c == 'n':
+		return p.literal("null", nil)
+	default:
+		p.fail("unexpected character %q", c)
+		return nil
+	}
+}
+
+func (p *parser) literal(word string, v any) any {
+	if len(p.b)-p.i < len(word) || string(p.b[p.i:p.i+len(word)]) != word {
+		p.fail("invalid literal")
+		return nil
+	}
+	p.i += len(word)
+	return v
+}
+
+func (p *parser) object(depth int) any {
+	p.i++ // {
+	m := map[string]any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return m
+	}
+	for p.err == nil {
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != '"' {
+			p.fail("want an object key")
+			return nil
+		}
+		k := p.string()
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			p.fail("want ':' after an object key")
+			return nil
+		}
+		p.i++
+		p.space()
+		v := p.value(depth + 1)
+		if p.err != nil {
+			return nil
+		}
+		if _, dup := m[k]; dup {
+			p.fail("duplicate key %q", k)
+			return nil
+		}
+		m[k] = v
+		p.space()
+		if p.i >= len(p.b) {
+			p.fail("unterminated object")
+			return nil
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return m
+		default:
+			p.fail("want ',' or '}' in an object")
+		}
+	}
+	return nil
+}
+
+func (p *parser) array(depth int) any {
+	p.i++ // [
+	list := []any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return list
+	}
+	for p.err == nil {
+		p.space()
+		v := p.value(depth + 1)
+		if p.err != nil {
+			return nil
+		}
+		list = append(list, v)
+		p.space()
+		if p.i >= len(p.b) {
+			p.fail("unterminated array")
+			return nil
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return list
+		default:
+			p.fail("want ',' or ']' in an array")
+		}
+	}
+	return nil
+}
+
+// string reads a string starting at its opening quote.
+func (p *parser) string() string {
+	p.i++ // "
+	start := p.i
+	// Fast path: no escapes.
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := string(p.b[start:p.i])
+			p.i++
+			return s
+		case c == '\\':
+			return p.escapedString(start)
+		case c < 0x20:
+			p.fail("control character in a string")
+			return ""
+		case c < utf8.RuneSelf:
+			p.i++
+		default:
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				p.fail("invalid UTF-8 in a string")
+				return ""
+			}
+			p.i += size
+		}
+	}
+	p.fail("unterminated string")
+	return ""
+}
+
+func (p *parser) escapedString(start int) string {
+	buf := append(p.buf[:0], p.b[start:p.i]...)
+	defer func() { p.buf = buf[:0] }()
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(buf)
+		case c == '\\':
+			if p.i+1 >= len(p.b) {
+				p.fail("unterminated escape")
+				return ""
+			}
+			e := p.b[p.i+1]
+			p.i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := p.hex4()
+				if !ok {
+					return ""
+				}
+				if utf16.IsSurrogate(r) {
+					// A valid pair joins; a lone surrogate becomes U+FFFD,
+					// as encoding/json decodes it.
+					if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
+						save := p.i
+						p.i += 2
+						r2, ok := p.hex4()
+						if !ok {
+							return ""
+						}
+						if joined := utf16.DecodeRune(r, r2); joined != utf8.RuneError {
+							r = joined
+						} else {
+							p.i = save
+							r = utf8.RuneError
+						}
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				p.fail("invalid escape \\%c", e)
+				return ""
+			}
+		case c < 0x20:
+			p.fail("control character in a string")
+			return ""
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			p.i++
+		default:
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				p.fail("invalid UTF-8 in a string")
+				return ""
+			}
+			buf = append(buf, p.b[p.i:p.i+size]...)
+			p.i += size
+		}
+	}
+	p.fail("unterminated string")
+	return ""
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if len(p.b)-p.i < 4 {
+		p.fail("short \\u escape")
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.b[p.i : p.i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			p.fail("invalid \\u escape")
+			return 0, false
+		}
+	}
+	p.i += 4
+	return r, true
+}
+
+var errNumber = errors.New("invalid number")
+
+// number reads a JSON number: int64 unless it has a fraction or exponent.
+func (p *parser) number() any {
+	start := p.i
+	if p.b[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	if p.i == digits || (p.b[digits] == '0' && p.i-digits > 1) {
+		p.fail("%v", errNumber)
+		return nil
+	}
+	float := false
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		float = true
+		p.i++
+		frac := p.i
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+		}
+		if p.i == frac {
+			p.fail("%v", errNumber)
+			return nil
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		float = true
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		exp := p.i
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+		}
+		if p.i == exp {
+			p.fail("%v", errNumber)
+			return nil
+		}
+	}
+	text := p.b[start:p.i]
+	if float {
+		f, err := strconv.ParseFloat(string(text), 64)
+		if err != nil || math.IsInf(f, 0) {
+			p.fail("number %s is out of range", text)
+			return nil
+		}
+		return f
+	}
+	n, ok := parseInt(text)
+	if !ok {
+		p.fail("integer %s is out of range", text)
+		return nil
+	}
+	return n
+}
+
+// parseInt parses an optionally negative run of decimal digits into an
+// int64, reporting overflow.
+func parseInt(text []byte) (int64, bool) {
+	neg := text[0] == '-'
+	if neg {
+		text = text[1:]
+	}
+	var u uint64
+	for _, c := range text {
+		d := uint64(c - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true // -1<<63 wraps to itself
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
+}

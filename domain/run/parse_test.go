@@ -1,0 +1,102 @@
+package run
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/value"
+)
+
+func TestParseJSON(t *testing.T) {
+	t.Parallel()
+	ok := []struct {
+		name, in string
+		want     any
+	}{
+		{"integer", "42", int64(42)},
+		{"negative zero integer", "-0", int64(0)},
+		{"min int64", "-9223372036854775808", int64(-1 << 63)},
+		{"max int64", "9223372036854775807", int64(1<<63 - 1)},
+		{"float with fraction", "1.0", 1.0},
+		{"float with exponent", "1e3", 1000.0},
+		{"float with signed exponent", "-2.5E-3", -0.0025},
+		{"literals", " [true, false, null] ", []any{true, false, nil}},
+		{"nested", `{"a":{"b":[1,{"c":"d"}]},"e":{}}`, map[string]any{"a": map[string]any{"b": []any{int64(1), map[string]any{"c": "d"}}}, "e": map[string]any{}}},
+		{"empty containers", `[[],{}]`, []any{[]any{}, map[string]any{}}},
+		{"escapes", `"\"\\\/\b\f\n\r\t\u0041\u00e9"`, "\"\\/\b\f\n\r\tAé"},
+		{"surrogate pair", `"\ud83d\ude00"`, "😀"},
+		{"lone surrogate", `"\ud800x"`, "\ufffdx"},
+		{"lone surrogate before an escape", `"\ud800\u0041"`, "\ufffdA"},
+		{"raw UTF-8", `"é😀"`, "é😀"},
+		{"reserved keys are kept", `{"$k":1}`, map[string]any{"$k": int64(1)}},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseJSON([]byte(tc.in))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			std, err := value.DecodeJSON([]byte(tc.in))
+			require.NoError(t, err)
+			assert.True(t, value.Equal(std, got), "agrees with value.DecodeJSON")
+		})
+	}
+	bad := []struct{ name, in, want string }{
+		{"empty", "", "unexpected end"},
+		{"trailing data", "1 2", "unexpected data"},
+		{"integer overflow", "9223372036854775808", "out of range"},
+		{"negative overflow", "-9223372036854775809", "out of range"},
+		{"float overflow", "1e400", "out of range"},
+		{"leading zero", "01", "invalid number"},
+		{"bare minus", "-", "invalid number"},
+		{"missing fraction digits", "1.", "invalid number"},
+		{"missing exponent digits", "1e+", "invalid number"},
+		{"duplicate key", `{"a":1,"a":2}`, `duplicate key "a"`},
+		{"unquoted key", `{a:1}`, "want an object key"},
+		{"missing colon", `{"a" 1}`, "want ':'"},
+		{"trailing comma", `[1,]`, "unexpected character"},
+		{"unterminated array", `[1`, "unterminated array"},
+		{"unterminated object", `{"a":1`, "unterminated object"},
+		{"unterminated string", `"abc`, "unterminated string"},
+		{"control character", "\"a\nb\"", "control character"},
+		{"invalid escape", `"\x"`, "invalid escape"},
+		{"short unicode escape", `"\u12"`, "short"},
+		{"bad unicode escape", `"\u12zz"`, "invalid \\u escape"},
+		{"invalid UTF-8", "\"\xff\"", "invalid UTF-8"},
+		{"bad literal", "nul", "invalid literal"},
+		{"too deep", strings.Repeat("[", maxDepth+2), "nesting deeper"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseJSON([]byte(tc.in))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// FuzzParseJSON holds the fast parser to value.DecodeJSON: whatever it
+// accepts, the reference decoder accepts with an equal value.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,"x",null,true]}`, `"\ud83d\ude00\u0000"`, `-0.0e-0`, `[{}]`, `1E+2`} {
+		f.Add([]byte(s))
+	}
+	for _, r := range codecFixtures() {
+		b, err := Encode(r)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseJSON(b)
+		if err != nil {
+			return
+		}
+		std, err := value.DecodeJSON(b)
+		require.NoError(t, err, "value.DecodeJSON rejects what parseJSON accepted")
+		require.True(t, value.Equal(std, got))
+	})
+}

@@ -1,0 +1,331 @@
+package run
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/docketgo/docket/domain/value"
+)
+
+// Yield errors.
+var (
+	ErrNotContinue     = errors.New("moment is not a continue moment")
+	ErrMalformedMoment = errors.New("malformed moment")
+)
+
+// Checkpoint metadata keys and node attempt outcomes.
+const (
+	metaCheckpointSeq   = "checkpoint_seq"
+	metaCheckpointType  = "checkpoint_type"
+	metaGraphStep       = "graph_step"
+	metaParkReason      = "park_reason"
+	metaWakeDisposition = "wake_disposition"
+	metaActiveSuperstep = "active_superstep"
+	metaNodeAttempts    = "node_attempts"
+
+	OutcomeCompleted        = "completed"
+	OutcomeFailed           = "failed"
+	OutcomeInterrupted      = "interrupted"
+	OutcomePendingUpdate    = "pending_update"
+	OutcomePendingInterrupt = "pending_interrupt"
+)
+
+// Propose sequences a transition from committed to next: it sets
+// next.CheckpointSeq = committed.CheckpointSeq+1, numbers runtimeEvents from
+// committed.EventSeq+1 (run ID, timestamp now, empty metadata), appends the
+// one checkpoint_committed event carrying the checkpoint metadata, sets
+// next.EventSeq, and returns the moment. For initialization committed is
+// nil (sequences start at 1). The metadata (checkpoint_seq, checkpoint_type,
+// graph_step, park_reason, wake_disposition, active_superstep,
+// node_attempts) is derived from committed, next and runtimeEvents.
+//
+// Propose takes ownership of next and of the runtimeEvents (it sets their
+// sequence fields); callers pass values they built for this moment. It
+// never touches committed. now is used truncated to microseconds in UTC.
+func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
+	now = now.UTC().Truncate(time.Microsecond)
+	var baseCheckpoint, baseEvent int64
+	var committedWrites []PendingWrite
+	if committed != nil {
+		baseCheckpoint, baseEvent = committed.CheckpointSeq, committed.EventSeq
+		committedWrites = committed.PendingWrites
+	}
+	next.CheckpointSeq = baseCheckpoint + 1
+
+	events := make([]Event, 0, len(runtimeEvents)+1)
+	seq := baseEvent
+	for _, e := range runtimeEvents {
+		seq++
+		e.RunID = next.ID
+		e.Seq = seq
+		e.Timestamp = now
+		if e.Payload == nil {
+			e.Payload = map[string]any{}
+		}
+		e.Metadata = map[string]any{}
+		events = append(events, e)
+	}
+
+	added := addedPendingWrites(committedWrites, next.PendingWrites)
+	metadata := checkpointMetadata(next, events, added, ctype, d)
+	seq++
+	events = append(events, Event{
+		RunID:     next.ID,
+		Seq:       seq,
+		Type:      EventCheckpointCommitted,
+		Step:      next.Step,
+		Timestamp: now,
+		Payload:   map[string]any{},
+		Metadata:  metadata,
+	})
+	next.EventSeq = seq
+
+	return &Moment{
+		Run:            next,
+		Events:         events,
+		CheckpointType: ctype,
+		Metadata:       metadata,
+		Disposition:    d,
+		ProposedAt:     now,
+	}
+}
+
+// Checkpoint is the committed checkpoint value of m. Build it only once m
+// has committed (or, in the inline runner, been accepted).
+func (m *Moment) Checkpoint() Checkpoint {
+	return Checkpoint{
+		Type:      m.CheckpointType,
+		Seq:       m.Run.CheckpointSeq,
+		Run:       m.Run,
+		Events:    m.Events,
+		CreatedAt: m.ProposedAt,
+		Metadata:  m.Metadata,
+	}
+}
+
+// Yield turns a continue moment into park(immediate, reason), rebuilding the
+// metadata on the moment and its final event; sequences, timestamps,
+// payloads and type are unchanged. It returns ErrNotContinue or
+// ErrMalformedMoment. m is not modified; the result shares its run and
+// runtime events.
+func Yield(m *Moment, reason string) (*Moment, error) {
+	if m.Disposition.Kind != DispositionContinue {
+		return nil, fmt.Errorf("%w: disposition is %q", ErrNotContinue, m.Disposition.Kind)
+	}
+	if err := checkFinalEvent(m); err != nil {
+		return nil, err
+	}
+	d := Disposition{Kind: DispositionImmediate, Reason: reason}
+	// Only the disposition entries depend on d; everything else in the
+	// metadata (including the pending writes this moment added, which the run
+	// alone no longer tells apart) carries over.
+	metadata := value.Clone(m.Metadata).(map[string]any)
+	setDisposition(metadata, d)
+
+	events := slices.Clone(m.Events)
+	events[len(events)-1].Metadata = metadata
+
+	out := *m
+	out.Events = events
+	out.Metadata = metadata
+	out.Disposition = d
+	return &out, nil
+}
+
+func checkFinalEvent(m *Moment) error {
+	if m.Run == nil || len(m.Events) == 0 {
+		return fmt.Errorf("%w: no run or no events", ErrMalformedMoment)
+	}
+	last := len(m.Events) - 1
+	for _, e := range m.Events[:last] {
+		if e.Type == EventCheckpointCommitted {
+			return fmt.Errorf("%w: checkpoint_committed event %d is not the last event", ErrMalformedMoment, e.Seq)
+		}
+	}
+	final := m.Events[last]
+	switch {
+	case final.Type != EventCheckpointCommitted:
+		return fmt.Errorf("%w: the last event is %s, not checkpoint_committed", ErrMalformedMoment, final.Type)
+	case final.Seq != m.Run.EventSeq:
+		return fmt.Errorf("%w: checkpoint event seq %d differs from the run's event seq %d", ErrMalformedMoment, final.Seq, m.Run.EventSeq)
+	case m.Metadata == nil || !value.Equal(final.Metadata, m.Metadata):
+		return fmt.Errorf("%w: checkpoint event metadata differs from the moment's", ErrMalformedMoment)
+	}
+	return nil
+}
+
+// addedPendingWrites returns the writes of next that committed did not
+// hold, compared by task, attempt and kind, in next's order.
+func addedPendingWrites(committed, next []PendingWrite) []PendingWrite {
+	type identity struct {
+		task    string
+		attempt int
+		kind    string
+	}
+	held := make(map[identity]bool, len(committed))
+	for _, w := range committed {
+		held[identity{w.TaskID, w.Attempt, w.Kind}] = true
+	}
+	var added []PendingWrite
+	for _, w := range next {
+		if !held[identity{w.TaskID, w.Attempt, w.Kind}] {
+			added = append(added, w)
+		}
+	}
+	return added
+}
+
+func checkpointMetadata(next *Run, events []Event, added []PendingWrite, ctype CheckpointType, d Disposition) map[string]any {
+	tasks := sortedTasks(next.ActiveTasks)
+	metadata := map[string]any{
+		metaCheckpointSeq:   next.CheckpointSeq,
+		metaCheckpointType:  string(ctype),
+		metaGraphStep:       int64(next.Step),
+		metaActiveSuperstep: activeSuperstep(next, tasks),
+		metaNodeAttempts:    nodeAttempts(events, tasks, added),
+	}
+	setDisposition(metadata, d)
+	return metadata
+}
+
+func setDisposition(metadata map[string]any, d Disposition) {
+	metadata[metaWakeDisposition] = string(d.Kind)
+	if d.Kind == DispositionContinue {
+		metadata[metaParkReason] = nil
+	} else {
+		metadata[metaParkReason] = d.Reason
+	}
+}
+
+// sortedTasks lists the active tasks by (node, task), the order of the
+// metadata's task list; the map key breaks ties so the order is total even
+// for a malformed run.
+func sortedTasks(active map[string]TaskState) []TaskState {
+	keys := make([]string, 0, len(active))
+	for k := range active {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		ta, tb := active[a], active[b]
+		return cmp.Or(cmp.Compare(ta.NodeID, tb.NodeID), cmp.Compare(ta.TaskID, tb.TaskID), cmp.Compare(a, b))
+	})
+	tasks := make([]TaskState, len(keys))
+	for i, k := range keys {
+		tasks[i] = active[k]
+	}
+	return tasks
+}
+
+// sortedWrites returns the writes by (node, task), stable for equal pairs.
+func sortedWrites(writes []PendingWrite) []PendingWrite {
+	out := slices.Clone(writes)
+	slices.SortStableFunc(out, func(a, b PendingWrite) int {
+		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.TaskID, b.TaskID))
+	})
+	return out
+}
+
+func activeSuperstep(next *Run, tasks []TaskState) any {
+	if len(tasks) == 0 && len(next.PendingWrites) == 0 {
+		return nil
+	}
+	taskList := make([]any, len(tasks))
+	for i, t := range tasks {
+		taskList[i] = map[string]any{
+			"task_id":           t.TaskID,
+			"node_id":           t.NodeID,
+			"scheduled_attempt": int64(t.Attempt),
+			"idempotency_key":   t.IdempotencyKey,
+		}
+	}
+	writes := sortedWrites(next.PendingWrites)
+	pending := make([]any, len(writes))
+	for i, w := range writes {
+		pending[i] = map[string]any{
+			"task_id":         w.TaskID,
+			"node_id":         w.NodeID,
+			"attempted":       int64(w.Attempt),
+			"kind":            w.Kind,
+			"idempotency_key": IdempotencyKey(w.TaskID, w.Attempt),
+		}
+	}
+	return map[string]any{
+		"graph_step":       int64(next.Step),
+		"tasks":            taskList,
+		"pending_attempts": pending,
+	}
+}
+
+// nodeAttempts lists the attempts this moment settled: first one entry per
+// node event carrying an attempt number, in event order, then the pending
+// writes the moment added for tasks not already listed. Writes carried over
+// from earlier moments were reported by those moments.
+func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any {
+	scheduled := make(map[string]int64, len(tasks))
+	for _, t := range tasks {
+		scheduled[t.TaskID] = int64(t.Attempt)
+	}
+	attempts := []any{}
+	listed := map[string]bool{}
+	for _, e := range events {
+		var outcome string
+		switch e.Type {
+		case EventNodeCompleted:
+			outcome = OutcomeCompleted
+		case EventNodeFailed:
+			outcome = OutcomeFailed
+		case EventInterruptRequested:
+			outcome = OutcomeInterrupted
+		default:
+			continue
+		}
+		attempt, ok := positiveInt(e.Payload["attempt"])
+		if !ok {
+			continue
+		}
+		var next any
+		if a, ok := scheduled[e.TaskID]; ok {
+			next = a
+		}
+		attempts = append(attempts, map[string]any{
+			"task_id":                e.TaskID,
+			"node_id":                e.NodeID,
+			"attempted":              attempt,
+			"outcome":                outcome,
+			"next_scheduled_attempt": next,
+		})
+		listed[e.TaskID] = true
+	}
+	for _, w := range sortedWrites(added) {
+		if listed[w.TaskID] {
+			continue
+		}
+		outcome := OutcomePendingUpdate
+		if w.Kind == WriteInterrupt {
+			outcome = OutcomePendingInterrupt
+		}
+		attempts = append(attempts, map[string]any{
+			"task_id":                w.TaskID,
+			"node_id":                w.NodeID,
+			"attempted":              int64(w.Attempt),
+			"outcome":                outcome,
+			"next_scheduled_attempt": nil,
+		})
+	}
+	return attempts
+}
+
+// positiveInt reads an attempt number from an event payload. Payloads hold
+// int64; int is accepted too so hand-built events behave the same.
+func positiveInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, n > 0
+	case int:
+		return int64(n), n > 0
+	}
+	return 0, false
+}

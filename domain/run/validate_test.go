@@ -1,0 +1,177 @@
+package run
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateAcceptsDurableRuns(t *testing.T) {
+	t.Parallel()
+	_, park := retryParkPair()
+	for name, r := range map[string]*Run{
+		"running": runningRun(), "retry park": park, "waiting": waitingRun(),
+		"done": doneRun(), "failed": failedRun(),
+	} {
+		assert.NoError(t, r.Validate(), name)
+	}
+}
+
+func TestValidateCatchesEachViolation(t *testing.T) {
+	t.Parallel()
+	park := func() *Run { _, r := retryParkPair(); return r }
+	parkBoth := func() *Run { r, _ := retryParkPair(); return r }
+	cases := []struct {
+		name   string
+		base   func() *Run
+		break_ func(r *Run)
+		want   string
+	}{
+		{"created is never stored", runningRun, func(r *Run) { r.Status = StatusCreated }, `status "created" is not a durable status`},
+		{"unknown status", runningRun, func(r *Run) { r.Status = "paused" }, `status "paused"`},
+		{"empty id", runningRun, func(r *Run) { r.ID = "" }, "id is empty"},
+		{"empty graph id", runningRun, func(r *Run) { r.GraphID = "" }, "graph_id is empty"},
+		{"empty graph hash", runningRun, func(r *Run) { r.GraphHash = "" }, "graph_hash is empty"},
+		{"negative step", runningRun, func(r *Run) { r.Step = -1 }, "step -1 is negative"},
+		{"negative checkpoint seq", runningRun, func(r *Run) { r.CheckpointSeq = -1 }, "checkpoint_seq -1 is negative"},
+		{"negative event seq", runningRun, func(r *Run) { r.EventSeq = -2 }, "event_seq -2 is negative"},
+		{"non-portable input", runningRun, func(r *Run) { r.Input["t"] = time.Now() }, "input: non-portable value at t"},
+		{"reserved key in metadata", runningRun, func(r *Run) { r.Metadata["$x"] = true }, "metadata: non-portable"},
+		{"output on a running run", runningRun, func(r *Run) { r.Output = map[string]any{} }, "output is set on a running run"},
+		{"failed without failure", failedRun, func(r *Run) { r.Failure = nil }, "failed run has no failure"},
+		{"failure on a done run", doneRun, func(r *Run) { r.Failure = &Failure{Code: "c", Message: "m"} }, "failure is set on a done run"},
+		{"failure without code", failedRun, func(r *Run) { r.Failure.Code = "" }, "failure code is empty"},
+		{"failure without message", failedRun, func(r *Run) { r.Failure.Message = "" }, "failure message is empty"},
+		{"terminal without finished_at", doneRun, func(r *Run) { r.FinishedAt = time.Time{} }, "finished_at must be set exactly on terminal runs"},
+		{"finished_at on a running run", runningRun, func(r *Run) { r.FinishedAt = at(9) }, "finished_at must be set exactly on terminal runs"},
+		{"missing started_at", runningRun, func(r *Run) { r.StartedAt = time.Time{} }, "started_at is missing"},
+		{"non-UTC timestamp", runningRun, func(r *Run) { r.UpdatedAt = t0.In(time.FixedZone("X", 3600)) }, "updated_at is not a UTC timestamp with microsecond precision"},
+		{"nanosecond timestamp", runningRun, func(r *Run) { r.UpdatedAt = t0.Add(1) }, "updated_at is not a UTC timestamp with microsecond precision"},
+		{"timestamp beyond year 9999", runningRun, func(r *Run) { r.StartedAt = t0.AddDate(8000, 0, 0) }, "started_at is not a UTC timestamp"},
+		{"unsorted changed channels", runningRun, func(r *Run) { r.ChangedChannels = []string{"b", "a"} }, "changed_channels is not a sorted set"},
+		{"duplicate pending node", runningRun, func(r *Run) { r.PendingNodes = []string{"a", "a"} }, "pending_nodes is not a sorted set"},
+		{"negative channel version", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: "x", Version: -1} }, `channel "input:value" has negative version -1`},
+		{"non-portable channel value", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: 3, Version: 1} }, `channel "input:value" value: non-portable`},
+		{"unsorted barrier_seen", runningRun, func(r *Run) { r.Channels["b"] = Channel{BarrierSeen: []string{"z", "a"}} }, `channel "b" barrier_seen is not a sorted set`},
+		{"active superstep on a waiting run", park, func(r *Run) { r.Status = StatusWaiting }, "active superstep state on a waiting run"},
+		{"timer without task", runningRun, func(r *Run) { r.Timers["r:0:x"] = Timer{Kind: TimerRetry, FiresAt: at(1)} }, `timer "r:0:x" has no active task`},
+		{"task without timer", park, func(r *Run) { delete(r.Timers, "r:0:slow") }, `active task "r:0:slow" has no timer`},
+		{"unknown timer kind", park, func(r *Run) { r.Timers["r:0:slow"] = Timer{Kind: "sleep", FiresAt: at(1)} }, `timer "r:0:slow" has kind "sleep"`},
+		{"pending writes without tasks", park, func(r *Run) {
+			delete(r.ActiveTasks, "r:0:slow")
+			delete(r.Timers, "r:0:slow")
+		}, "pending writes without active tasks"},
+		{"node twice in the superstep", park, func(r *Run) {
+			r.PendingWrites = append(r.PendingWrites, PendingWrite{TaskID: "r:0:slow", NodeID: "slow", Attempt: 1, Kind: WriteUpdate, Value: map[string]any{}})
+		}, `node "slow" appears 2 times in the active superstep`},
+		{"task keyed under another id", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.TaskID = "r:0:other"
+			r.ActiveTasks["r:0:slow"] = task
+		}, `active task "r:0:slow" has task_id "r:0:other"`},
+		{"task id from another step", park, func(r *Run) {
+			r.Step = 1
+			r.PendingWrites = nil
+		}, `active task "r:0:slow": task_id "r:0:slow", want "r:1:slow"`},
+		{"task step differs from the run's", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Step = 3
+			r.ActiveTasks["r:0:slow"] = task
+		}, `active task "r:0:slow": step 3, want the run's step 0`},
+		{"wrong idempotency key", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.IdempotencyKey = "r:0:slow:1"
+			r.ActiveTasks["r:0:slow"] = task
+		}, `idempotency_key "r:0:slow:1", want "r:0:slow:2"`},
+		{"input hash of another snapshot", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Snapshot = map[string]any{"value": "changed"}
+			r.ActiveTasks["r:0:slow"] = task
+		}, "input_hash"},
+		{"second task sharing a snapshot but not its hash", parkBoth, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Snapshot = map[string]any{"value": "changed"}
+			r.ActiveTasks["r:0:slow"] = task
+		}, `active task "r:0:slow": input_hash`},
+		{"non-portable snapshot", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Snapshot = map[string]any{"n": 1}
+			r.ActiveTasks["r:0:slow"] = task
+		}, `active task "r:0:slow" snapshot: non-portable value at n`},
+		{"timer without fires_at", park, func(r *Run) { r.Timers["r:0:slow"] = Timer{Kind: TimerRetry} }, `timer "r:0:slow" fires_at is missing`},
+		{"non-portable pending write", park, func(r *Run) { r.PendingWrites[0].Value = map[string]any{"x": []string{"a"}} }, "pending write 0 value: non-portable value at x"},
+		{"non-portable failure details", failedRun, func(r *Run) { r.Failure.Details = map[string]any{"x": int32(1)} }, "failure details: non-portable"},
+		{"interrupt without created_at", waitingRun, func(r *Run) {
+			in := r.Interrupts["asked"]
+			in.CreatedAt = time.Time{}
+			r.Interrupts["asked"] = in
+		}, `interrupt "asked" created_at is missing`},
+		{"task not parked", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Status = TaskRunning
+			task.StartedAt = at(1)
+			r.ActiveTasks["r:0:slow"] = task
+		}, `status "running", want "retry_scheduled"`},
+		{"failures do not match the attempt", park, func(r *Run) {
+			task := r.ActiveTasks["r:0:slow"]
+			task.Failures = nil
+			r.ActiveTasks["r:0:slow"] = task
+		}, "0 failures for attempt 2, want 1"},
+		{"pending write from another step", park, func(r *Run) { r.PendingWrites[0].TaskID = "r:1:fast" }, `pending write 0: task_id "r:1:fast", want "r:0:fast"`},
+		{"pending write of unknown kind", park, func(r *Run) { r.PendingWrites[0].Kind = "command" }, `pending write 0: kind "command"`},
+		{"pending write value not a map", park, func(r *Run) { r.PendingWrites[0].Value = "x" }, "pending write 0: value is a string, want a map"},
+		{"resolved interrupt without resolved_at", waitingRun, func(r *Run) {
+			in := r.Interrupts["asked"]
+			in.ResolvedAt = time.Time{}
+			r.Interrupts["asked"] = in
+		}, `interrupt "asked" is resolved but has no resolved_at`},
+		{"open interrupt with resolved_at", waitingRun, func(r *Run) {
+			in := r.Interrupts["interrupt_0123456789abcdef"]
+			in.ResolvedAt = at(3)
+			r.Interrupts["interrupt_0123456789abcdef"] = in
+		}, `interrupt "interrupt_0123456789abcdef" is open but has resolved_at`},
+		{"interrupt keyed under another id", waitingRun, func(r *Run) {
+			in := r.Interrupts["asked"]
+			in.ID = "other"
+			r.Interrupts["asked"] = in
+		}, `interrupt "asked" has id "other"`},
+		{"interrupt of unknown status", waitingRun, func(r *Run) {
+			in := r.Interrupts["asked"]
+			in.Status = "closed"
+			r.Interrupts["asked"] = in
+		}, `interrupt "asked" has status "closed"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := tc.base()
+			require.NoError(t, r.Validate(), "the base run is valid")
+			tc.break_(r)
+			err := r.Validate()
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidRun)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestValidateReportsEveryViolation(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.ID = ""
+	r.Step = -1
+	r.Output = map[string]any{}
+	err := r.Validate()
+	var verr *ValidationError
+	require.True(t, errors.As(err, &verr))
+	assert.Len(t, verr.Problems, 3)
+	assert.Contains(t, err.Error(), "id is empty")
+	assert.Contains(t, err.Error(), "step -1 is negative")
+	assert.Contains(t, err.Error(), "output is set on a running run")
+
+	var nilRun *Run
+	assert.ErrorIs(t, nilRun.Validate(), ErrInvalidRun)
+}
