@@ -1,2 +1,12 @@
-// Package app is Docket's application layer.
+// Package app is Docket's application layer: it runs user code against the
+// pure domain. Its packages are
+//
+//   - node: the API user code implements (Node, Input, Output, Registry);
+//   - executor: runs a superstep's node attempts concurrently under
+//     deadlines, turning errors, panics, exits and timeouts into results;
+//   - inline: drives runs in-process without a store (tests, tools);
+//   - demo: a small runnable example workflow.
+//
+// The application layer never imports an adapter: storage arrives through
+// the ports module.
 package app

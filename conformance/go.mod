@@ -1,3 +1,15 @@
 module github.com/docketgo/docket/conformance
 
 go 1.26
+
+require (
+	github.com/docketgo/docket/adapters/memory v0.0.0
+	github.com/docketgo/docket/domain v0.0.0
+	github.com/docketgo/docket/ports v0.0.0
+)
+
+replace (
+	github.com/docketgo/docket/adapters/memory => ../adapters/memory
+	github.com/docketgo/docket/domain => ../domain
+	github.com/docketgo/docket/ports => ../ports
+)

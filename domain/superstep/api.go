@@ -54,6 +54,7 @@ type Error struct {
 	Code    string
 	Phase   string // e.g. "init", "resolve"
 	Message string
+	NodeID  string         // the node concerned, when there is exactly one
 	Details map[string]any // e.g. {"reasons": [...]}
 }
 

@@ -1,0 +1,188 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// ListEvents pages a visible run's retained events (see ports.EventStore).
+func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string, p ports.ListEventsParams) (*ports.EventPage, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.AfterSeq < 0:
+		return nil, invalidArg("AfterSeq", "must not be negative")
+	case p.Limit < 1 || p.Limit > ports.MaxPageLimit:
+		return nil, invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// One read lock = one snapshot for the header and the page.
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	row := s.visibleRow(scope, runID)
+	if row == nil {
+		return nil, notFoundRun(runID)
+	}
+	seqs := retainedSeqs(row)
+	page := &ports.EventPage{Events: []run.Event{}, NextAfterSeq: p.AfterSeq, LatestSeq: row.doc.EventSeq}
+	if len(seqs) > 0 {
+		oldest, latest := seqs[0], seqs[len(seqs)-1]
+		page.OldestAvailableSeq, page.LatestAvailableSeq = &oldest, &latest
+	}
+	start, _ := slices.BinarySearch(seqs, p.AfterSeq+1)
+	for _, seq := range seqs[start:] {
+		if len(page.Events) == p.Limit {
+			break
+		}
+		page.Events = append(page.Events, cloneEvent(row.events[seq].event))
+		page.NextAfterSeq = seq
+	}
+	page.HasMore = page.LatestAvailableSeq != nil && *page.LatestAvailableSeq > page.NextAfterSeq
+	return page, nil
+}
+
+func retainedSeqs(row *runRow) []int64 {
+	seqs := make([]int64, 0, len(row.events))
+	for seq := range row.events {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	return seqs
+}
+
+// FetchEvent returns one retained event (see ports.EventStore).
+func (s *Store) FetchEvent(ctx context.Context, scope ports.Scope, runID string, seq int64) (*run.Event, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if seq < 1 {
+		return nil, invalidArg("seq", "must be positive")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	row := s.visibleRow(scope, runID)
+	if row == nil {
+		return nil, notFoundRun(runID)
+	}
+	ev, ok := row.events[seq]
+	if !ok {
+		return nil, &notFoundError{what: "event", id: fmt.Sprintf("%s#%d", runID, seq)}
+	}
+	e := cloneEvent(ev.event)
+	return &e, nil
+}
+
+// FetchLatestEvent returns the highest retained event, or nil when none is
+// retained (see ports.EventStore).
+func (s *Store) FetchLatestEvent(ctx context.Context, scope ports.Scope, runID string) (*run.Event, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	row := s.visibleRow(scope, runID)
+	if row == nil {
+		return nil, notFoundRun(runID)
+	}
+	var latest *eventRow
+	for _, ev := range row.events {
+		if latest == nil || ev.event.Seq > latest.event.Seq {
+			latest = ev
+		}
+	}
+	if latest == nil {
+		return nil, nil
+	}
+	e := cloneEvent(latest.event)
+	return &e, nil
+}
+
+// PruneEvents deletes up to a batch of events inserted before the cutoff,
+// oldest first (see ports.EventStore).
+func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, error) {
+	if err := validatePrune(p); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	cutoff := ports.Micros(p.Before)
+	type victim struct {
+		row *runRow
+		ev  *eventRow
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var victims []victim
+	for _, row := range s.runs {
+		for _, ev := range row.events {
+			if ev.insertedAt.Before(cutoff) {
+				victims = append(victims, victim{row, ev})
+			}
+		}
+	}
+	slices.SortFunc(victims, func(a, b victim) int {
+		return cmp.Or(a.ev.insertedAt.Compare(b.ev.insertedAt), cmp.Compare(a.ev.id, b.ev.id))
+	})
+	victims = victims[:min(len(victims), p.BatchSize)]
+	for _, v := range victims {
+		delete(v.row.events, v.ev.event.Seq)
+	}
+	return len(victims), nil
+}
+
+// PruneRuns deletes up to a batch of terminal runs last updated before the
+// cutoff, with their events (see ports.EventStore). Rows held by a
+// concurrent writer are skipped.
+func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
+	if err := validatePrune(p); err != nil {
+		return ports.PruneRunsResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ports.PruneRunsResult{}, err
+	}
+	cutoff := ports.Micros(p.Before)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var victims []*runRow
+	for _, row := range s.runs {
+		if row.doc.Status.Terminal() && !row.locked() && ports.Micros(row.doc.UpdatedAt).Before(cutoff) {
+			victims = append(victims, row)
+		}
+	}
+	slices.SortFunc(victims, func(a, b *runRow) int {
+		return cmp.Or(a.doc.UpdatedAt.Compare(b.doc.UpdatedAt), cmp.Compare(a.id, b.id))
+	})
+	victims = victims[:min(len(victims), p.BatchSize)]
+	var res ports.PruneRunsResult
+	for _, row := range victims {
+		res.Runs++
+		res.CascadeEvents += len(row.events)
+		delete(s.runs, row.doc.ID)
+	}
+	return res, nil
+}
+
+func validatePrune(p ports.PruneParams) error {
+	switch {
+	case p.Before.IsZero():
+		return invalidArg("Before", "is required")
+	case p.BatchSize < 1:
+		return invalidArg("BatchSize", "must be at least 1")
+	}
+	return nil
+}

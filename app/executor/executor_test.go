@@ -1,0 +1,317 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/superstep"
+)
+
+func activation(nodeID, ref string) superstep.Activation {
+	taskID := "run_1:0:" + nodeID
+	return superstep.Activation{
+		TaskID:         taskID,
+		NodeID:         nodeID,
+		Step:           0,
+		Attempt:        1,
+		InputHash:      "hash",
+		IdempotencyKey: taskID + ":1",
+		Snapshot:       map[string]any{"topic": "go"},
+		SourceVersions: map[string]int64{"topic": 1},
+		Implementation: ref,
+		Config:         map[string]any{"field": "out"},
+		Policy:         graph.NodePolicy{MaxAttempts: 1},
+	}
+}
+
+func withTimeout(a superstep.Activation, ms int) superstep.Activation {
+	a.Policy.TimeoutMS = ms
+	return a
+}
+
+func execute(t *testing.T, e *executor.Executor, acts ...superstep.Activation) []superstep.Result {
+	t.Helper()
+	results, err := e.Execute(context.Background(), "run_1", acts)
+	require.NoError(t, err)
+	require.Len(t, results, len(acts))
+	return results
+}
+
+func call(fn node.CallFunc) node.Node { return node.New(nil, fn) }
+
+func TestExecuteRunsAttemptsConcurrently(t *testing.T) {
+	t.Parallel()
+	const n = 6
+	var started atomic.Int32
+	allStarted := make(chan struct{})
+	// Each attempt waits until every attempt has started: run one at a
+	// time, the first would wait forever and time out.
+	rendezvous := call(func(ctx context.Context, in node.Input) (node.Output, error) {
+		if started.Add(1) == n {
+			close(allStarted)
+		}
+		select {
+		case <-allStarted:
+			return node.Update(map[string]any{"node": in.Task.NodeID}), nil
+		case <-ctx.Done():
+			return node.Output{}, ctx.Err()
+		}
+	})
+	reg := node.NewRegistry().MustRegister("rendezvous", rendezvous)
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 5 * time.Second}
+
+	acts := make([]superstep.Activation, n)
+	for i := range acts {
+		acts[i] = activation(string(rune('a'+i)), "rendezvous")
+	}
+	results := execute(t, e, acts...)
+	for i, r := range results {
+		require.Equal(t, superstep.OutcomeUpdate, r.Outcome, r.Reason)
+		assert.Equal(t, map[string]any{"node": acts[i].NodeID}, r.Update)
+	}
+}
+
+func TestExecuteReturnsResultsInActivationOrderWhateverTheFinishOrder(t *testing.T) {
+	t.Parallel()
+	// Later activations finish first.
+	delays := map[string]time.Duration{"a": 60 * time.Millisecond, "b": 30 * time.Millisecond, "c": 0}
+	var mu sync.Mutex
+	var finished []string
+	reg := node.NewRegistry().MustRegister("delayed", call(func(ctx context.Context, in node.Input) (node.Output, error) {
+		time.Sleep(delays[in.Task.NodeID])
+		mu.Lock()
+		finished = append(finished, in.Task.NodeID)
+		mu.Unlock()
+		return node.Update(map[string]any{"by": in.Task.NodeID}), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+
+	results := execute(t, e, activation("a", "delayed"), activation("b", "delayed"), activation("c", "delayed"))
+	for i, id := range []string{"a", "b", "c"} {
+		assert.Equal(t, map[string]any{"by": id}, results[i].Update)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.ElementsMatch(t, []string{"a", "b", "c"}, finished)
+}
+
+func TestExecuteClassifiesEveryWayAnAttemptEnds(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().
+		MustRegister("error", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, errors.New("always_fails")
+		})).
+		MustRegister("permanent", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, node.Permanent(errors.New("unsupported_await"))
+		})).
+		MustRegister("panic", call(func(context.Context, node.Input) (node.Output, error) {
+			panic("boom")
+		})).
+		MustRegister("goexit", call(func(context.Context, node.Input) (node.Output, error) {
+			runtime.Goexit()
+			return node.Output{}, nil
+		})).
+		MustRegister("zero", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, nil
+		})).
+		MustRegister("non_portable", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"out": make(chan int)}), nil
+		})).
+		MustRegister("go_values", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"n": 3, "tags": []string{"x", "y"}}), nil
+		})).
+		MustRegister("nil_update", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(nil), nil
+		})).
+		MustRegister("interrupt", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Interrupt(node.InterruptRequest{
+				ID: "ask", ResumeChannel: "answer", Schema: schema.String(), Metadata: map[string]any{"prompt": "?", "n": 1},
+			}), nil
+		}))
+	e := &executor.Executor{Nodes: reg}
+
+	failures := []struct {
+		name      string
+		ref       string
+		reason    []string
+		retryable bool
+	}{
+		{"an error is a retryable failure with its message", "error", []string{"always_fails"}, true},
+		{"a permanent error is not retryable", "permanent", []string{"unsupported_await"}, false},
+		{"a panic is a retryable failure", "panic", []string{"panic: boom"}, true},
+		{"runtime.Goexit is a retryable failure", "goexit", []string{"exited", "killed"}, true},
+		{"an empty output is an invalid node return", "zero", []string{"invalid_node_return"}, false},
+		{"a non-portable update is permanent", "non_portable", []string{"invalid_state_update", "non-durable"}, false},
+		{"an unknown implementation is permanent", "missing", []string{"unknown implementation", "missing"}, false},
+	}
+	for _, tc := range failures {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := execute(t, e, activation("n", tc.ref))[0]
+			require.Equal(t, superstep.OutcomeFailure, r.Outcome)
+			for _, part := range tc.reason {
+				assert.Contains(t, r.Reason, part)
+			}
+			assert.Equal(t, tc.retryable, r.Retryable)
+		})
+	}
+
+	t.Run("updates are normalized to portable values", func(t *testing.T) {
+		t.Parallel()
+		r := execute(t, e, activation("n", "go_values"))[0]
+		require.Equal(t, superstep.OutcomeUpdate, r.Outcome, r.Reason)
+		assert.Equal(t, map[string]any{"n": int64(3), "tags": []any{"x", "y"}}, r.Update)
+	})
+	t.Run("a nil update writes nothing", func(t *testing.T) {
+		t.Parallel()
+		r := execute(t, e, activation("n", "nil_update"))[0]
+		require.Equal(t, superstep.OutcomeUpdate, r.Outcome, r.Reason)
+		assert.Empty(t, r.Update)
+	})
+	t.Run("an interrupt carries its request", func(t *testing.T) {
+		t.Parallel()
+		r := execute(t, e, activation("n", "interrupt"))[0]
+		require.Equal(t, superstep.OutcomeInterrupt, r.Outcome, r.Reason)
+		require.NotNil(t, r.Interrupt)
+		assert.Equal(t, "ask", r.Interrupt.ID)
+		assert.Equal(t, "answer", r.Interrupt.ResumeChannel)
+		assert.Equal(t, schema.String(), r.Interrupt.Schema)
+		assert.Equal(t, map[string]any{"prompt": "?", "n": int64(1)}, r.Interrupt.Metadata)
+	})
+}
+
+func TestExecuteFailsAttemptsAtTheirDeadline(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	reg := node.NewRegistry().
+		// Ignores its context, then returns an update long after the
+		// deadline: the late result must be dropped.
+		MustRegister("stubborn", call(func(context.Context, node.Input) (node.Output, error) {
+			<-release
+			defer close(returned)
+			return node.Update(map[string]any{"out": "late"}), nil
+		})).
+		// Stops when its context ends, returning the context's error.
+		MustRegister("cooperative", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+			<-ctx.Done()
+			return node.Output{}, ctx.Err()
+		})).
+		MustRegister("fast", call(func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"out": "fast"}), nil
+		}))
+
+	t.Run("timeout_ms below the host maximum applies", func(t *testing.T) {
+		e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 5 * time.Second}
+		results := execute(t, e, withTimeout(activation("slow", "cooperative"), 15), activation("quick", "fast"))
+		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}, results[0])
+		assert.Equal(t, superstep.OutcomeUpdate, results[1].Outcome, "a sibling's result survives a timeout")
+	})
+	t.Run("the host maximum applies without timeout_ms", func(t *testing.T) {
+		e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 20 * time.Millisecond}
+		results := execute(t, e, activation("slow", "cooperative"))
+		assert.Equal(t, "timeout", results[0].Reason)
+		assert.True(t, results[0].Retryable)
+	})
+	t.Run("a node that ignores its context is abandoned and its late result dropped", func(t *testing.T) {
+		e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 20 * time.Millisecond}
+		results := execute(t, e, activation("slow", "stubborn"))
+		release <- struct{}{}
+		<-returned
+		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}, results[0])
+	})
+}
+
+func TestDeadlineIsTheSmallerOfTimeoutAndHostMaximum(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		maximum   time.Duration
+		timeoutMS int
+		want      time.Duration
+	}{
+		{"no timeout uses the default maximum", 0, 0, 2 * time.Second},
+		{"no timeout uses the configured maximum", 100 * time.Millisecond, 0, 100 * time.Millisecond},
+		{"a smaller timeout wins", 100 * time.Millisecond, 15, 15 * time.Millisecond},
+		{"a larger timeout is capped", 100 * time.Millisecond, 500, 100 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		e := &executor.Executor{MaxAttemptElapsed: tc.maximum}
+		assert.Equal(t, tc.want, e.Deadline(tc.timeoutMS), tc.name)
+	}
+}
+
+func TestExecuteStopsWhenTheCallerCancels(t *testing.T) {
+	t.Parallel()
+	sawCancel := make(chan struct{})
+	running := make(chan struct{})
+	reg := node.NewRegistry().MustRegister("blocking", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		close(running)
+		<-ctx.Done()
+		close(sawCancel)
+		return node.Output{}, ctx.Err()
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-running
+		cancel()
+	}()
+
+	results, err := e.Execute(ctx, "run_1", []superstep.Activation{activation("n", "blocking")})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, results, "an interrupted superstep yields no results to commit")
+	select {
+	case <-sawCancel:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the node's context was not cancelled")
+	}
+
+	_, err = e.Execute(ctx, "run_1", []superstep.Activation{activation("n", "blocking")})
+	assert.ErrorIs(t, err, context.Canceled, "a cancelled context starts nothing")
+}
+
+func TestExecuteGivesEachAttemptItsIdentityAndAPrivateSnapshot(t *testing.T) {
+	t.Parallel()
+	var seen node.Input
+	var fromCtx node.Task
+	reg := node.NewRegistry().MustRegister("inspect", call(func(ctx context.Context, in node.Input) (node.Output, error) {
+		seen = in
+		fromCtx, _ = node.TaskFrom(ctx)
+		in.State["topic"] = "mutated"
+		in.Config["field"] = "mutated"
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+	act := activation("n", "inspect")
+	act.Step, act.Attempt, act.IdempotencyKey = 0, 2, "run_1:0:n:2"
+
+	execute(t, e, act)
+	want := node.Task{
+		RunID: "run_1", NodeID: "n", TaskID: "run_1:0:n", Step: 0, Attempt: 2,
+		IdempotencyKey: "run_1:0:n:2", SourceVersions: map[string]int64{"topic": 1},
+	}
+	assert.Equal(t, want, seen.Task)
+	assert.Equal(t, want, fromCtx)
+	assert.Equal(t, map[string]any{"topic": "go"}, act.Snapshot, "the activation's snapshot is untouched")
+	assert.Equal(t, map[string]any{"field": "out"}, act.Config, "the activation's config is untouched")
+}
+
+func TestExecuteWithoutResolverIsAnError(t *testing.T) {
+	t.Parallel()
+	_, err := (&executor.Executor{}).Execute(context.Background(), "run_1", []superstep.Activation{activation("n", "x")})
+	assert.Error(t, err)
+}

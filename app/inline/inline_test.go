@@ -1,0 +1,130 @@
+package inline_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/inline"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/superstep"
+)
+
+func TestSleeperRunsOnlyAfterTheParkIsAccepted(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	stop := errors.New("shutting down")
+	sleeper := inline.WithSleeper(func(context.Context, time.Duration) error { return stop })
+	r, cps, err := inline.RunInline(context.Background(), build(t, retryThenContinue(3, 25)), nil, k.options(sleeper)...)
+	require.ErrorIs(t, err, stop)
+	assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointRetryScheduled}, types(cps),
+		"the park committed before the sleeper failed")
+	assert.Equal(t, cps[1].Run, r, "the returned run is the last committed one")
+}
+
+func TestCancellingTheContextAbandonsTheUncommittedSuperstep(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := node.NewRegistry().MustRegister("wait", node.New(nil, func(ctx context.Context, _ node.Input) (node.Output, error) {
+		cancel()
+		<-ctx.Done()
+		return node.Update(map[string]any{"out": "too late"}), nil
+	}))
+	g := build(t, singleNode("cancel", "wait"))
+	r, cps, err := inline.RunInline(ctx, g, nil, inline.WithRegistry(reg), inline.WithMaxAttemptElapsed(time.Minute))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized}, types(cps))
+	assert.Equal(t, run.StatusRunning, r.Status)
+	assert.Equal(t, 0, r.Step, "nothing of the abandoned superstep committed")
+}
+
+func TestDefaultsGenerateRandomIDsAndSleepForReal(t *testing.T) {
+	t.Parallel()
+	reg := newKit(t).registry
+	g := build(t, interruptReview())
+	r, _, err := inline.RunInline(context.Background(), g, nil, inline.WithRegistry(reg))
+	require.NoError(t, err)
+	assert.Regexp(t, regexp.MustCompile(`^run_[0-9a-f]{16}$`), r.ID)
+	id, _ := onlyKey(t, r.Interrupts)
+	assert.Regexp(t, regexp.MustCompile(`^interrupt_[0-9a-f]{16}$`), id)
+
+	other, _, err := inline.RunInline(context.Background(), g, nil, inline.WithRegistry(reg))
+	require.NoError(t, err)
+	assert.NotEqual(t, r.ID, other.ID)
+
+	start := time.Now()
+	done, _, err := inline.RunInline(context.Background(), build(t, retryThenContinue(3, 5)), nil, inline.WithRegistry(reg))
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+	assert.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond, "two real 5 ms backoffs")
+}
+
+func TestInvalidOptionsAreRejectedBeforeAnythingRuns(t *testing.T) {
+	t.Parallel()
+	g := build(t, minimalLinear())
+	for name, opt := range map[string]inline.Option{
+		"negative max supersteps": inline.WithMaxSupersteps(-1),
+		"negative max steps":      inline.WithMaxSteps(-1),
+		"sub-millisecond maximum": inline.WithMaxAttemptElapsed(time.Microsecond),
+		"nil clock":               inline.WithClock(nil),
+		"nil sleeper":             inline.WithSleeper(nil),
+		"nil id generator":        inline.WithIDGenerator(nil),
+	} {
+		_, cps, err := inline.RunInline(context.Background(), g, map[string]any{"value": "x"}, opt)
+		assert.ErrorIs(t, err, inline.ErrInvalidOption, name)
+		assert.Empty(t, cps, name)
+	}
+}
+
+func TestMissingRunsAndGraphsAreErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := build(t, minimalLinear())
+	_, _, err := inline.StepInline(ctx, nil, g)
+	assert.ErrorIs(t, err, inline.ErrNoRun)
+	_, _, err = inline.ResumeInline(ctx, g, nil)
+	assert.ErrorIs(t, err, inline.ErrNoRun)
+	_, _, err = inline.ResolveInterruptInline(ctx, nil, "i", "v", g)
+	assert.ErrorIs(t, err, inline.ErrNoRun)
+	_, _, err = inline.RunInline(ctx, (*graph.Compiled)(nil), nil)
+	assert.ErrorIs(t, err, graph.ErrInvalidGraph)
+}
+
+func TestRuntimeSuperstepLimitAppliesToACompiledGraphWithoutOne(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	c := k.compile(build(t, cycleCounter(false, 0)))
+	require.Zero(t, c.MaxSupersteps)
+	r, _, err := inline.RunInline(context.Background(), c, nil, k.options(inline.WithMaxSupersteps(2))...)
+	require.NoError(t, err)
+	assertFailedWith(t, r, "max_supersteps_exceeded")
+	assert.Equal(t, 2, r.Step)
+	assert.Zero(t, c.MaxSupersteps, "the caller's compiled graph is not changed")
+}
+
+func TestWithoutARegistryModuleNodesDoNotCompile(t *testing.T) {
+	t.Parallel()
+	_, _, err := inline.RunInline(context.Background(), build(t, minimalLinear()), map[string]any{"value": "x"})
+	var compileErr *graph.CompileError
+	require.ErrorAs(t, err, &compileErr)
+	assert.NotEmpty(t, compileErr.Diagnostics)
+}
+
+func TestNewRunOfAnotherGraphCannotBeStepped(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	created, err := inline.NewRun(build(t, minimalLinear()), map[string]any{"value": "x"}, k.options()...)
+	require.NoError(t, err)
+	other := build(t, graph.New("other").State("s", schema.String()))
+	_, cps, err := inline.StepInline(context.Background(), created, other, k.options()...)
+	assert.ErrorIs(t, err, superstep.ErrGraphMismatch)
+	assert.Empty(t, cps)
+}

@@ -1,0 +1,131 @@
+package inline
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// ErrInvalidOption is wrapped by errors about the options themselves.
+var ErrInvalidOption = errors.New("invalid inline option")
+
+// Option configures an inline call.
+type Option func(*config)
+
+type config struct {
+	registry          *node.Registry
+	clock             func() time.Time
+	sleeper           func(context.Context, time.Duration) error
+	newID             func(prefix string) string
+	maxSupersteps     int
+	maxSteps          int
+	limitSteps        bool
+	runID             string
+	metadata          map[string]any
+	maxAttemptElapsed time.Duration
+}
+
+// WithRegistry supplies the node implementations. The graph is compiled
+// against it and its nodes are executed through it; without it every
+// module node is unknown and the graph does not compile.
+func WithRegistry(r *node.Registry) Option { return func(c *config) { c.registry = r } }
+
+// WithClock replaces time.Now. The runner reads it once per transition and
+// uses UTC truncated to the microsecond.
+func WithClock(clock func() time.Time) Option { return func(c *config) { c.clock = clock } }
+
+// WithSleeper replaces real waiting. It is called with the time to wait for
+// a retry deadline, only after the park has been accepted; the runner then
+// treats that deadline as reached without reading the clock again, so a
+// recording sleeper makes retries instant and deterministic. An error from
+// the sleeper stops the drive and is returned.
+func WithSleeper(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *config) { c.sleeper = sleep }
+}
+
+// WithIDGenerator replaces the random run and interrupt IDs; it is called
+// with the prefix "run_" or "interrupt_".
+func WithIDGenerator(newID func(prefix string) string) Option {
+	return func(c *config) { c.newID = newID }
+}
+
+// WithMaxSupersteps is the superstep limit for graphs that set no
+// max_supersteps policy (a compile option; it also applies to a compiled
+// graph that has no limit). It must be positive.
+func WithMaxSupersteps(n int) Option { return func(c *config) { c.maxSupersteps = n } }
+
+// WithMaxSteps stops driving after n committed supersteps (continue or
+// immediate transitions); retry parks do not count. Zero stops right after
+// initialization.
+func WithMaxSteps(n int) Option {
+	return func(c *config) { c.maxSteps, c.limitSteps = n, true }
+}
+
+// WithRunID fixes the ID of a new run instead of generating one.
+func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
+
+// WithMetadata sets the application metadata of a new run.
+func WithMetadata(m map[string]any) Option { return func(c *config) { c.metadata = m } }
+
+// WithMaxAttemptElapsed is the host maximum for one node attempt (default
+// 2 s). A node's timeout_ms may only shorten it; a graph with a larger
+// timeout_ms is rejected before anything runs.
+func WithMaxAttemptElapsed(d time.Duration) Option {
+	return func(c *config) { c.maxAttemptElapsed = d }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		clock:             time.Now,
+		sleeper:           sleep,
+		newID:             randomID,
+		maxAttemptElapsed: executor.DefaultMaxAttemptElapsed,
+	}
+	for _, opt := range opts {
+		opt(&c)
+	}
+	if c.registry == nil {
+		c.registry = node.NewRegistry()
+	}
+	switch {
+	case c.clock == nil || c.sleeper == nil || c.newID == nil:
+		return c, fmt.Errorf("%w: clock, sleeper and id generator must not be nil", ErrInvalidOption)
+	case c.maxSupersteps < 0:
+		return c, fmt.Errorf("%w: max supersteps %d is negative", ErrInvalidOption, c.maxSupersteps)
+	case c.maxSteps < 0:
+		return c, fmt.Errorf("%w: max steps %d is negative", ErrInvalidOption, c.maxSteps)
+	case c.maxAttemptElapsed < time.Millisecond:
+		return c, fmt.Errorf("%w: max attempt elapsed %s is below 1ms", ErrInvalidOption, c.maxAttemptElapsed)
+	}
+	return c, nil
+}
+
+func (c *config) now() time.Time { return c.clock().UTC().Truncate(time.Microsecond) }
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// randomID is prefix + 16 random lowercase hex digits.
+func randomID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return run.IDFromRandom(prefix, b)
+}

@@ -1,0 +1,396 @@
+package conformance
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// ---- REFRESH --------------------------------------------------------------
+
+func checkRefreshMonotone(h *harness) {
+	r, lease := h.insertClaimed()
+	h.clock.Set(at(10 * time.Second))
+	h.mustCommit(ports.Tenantless(), continueMoment(h, r, "retain"), lease.Token)
+	h.eqTime(h.inspect(r.ID).ClaimedAt, at(10*time.Second), "claimed_at stamped by the retained commit")
+
+	// A refresh delayed behind the commit cannot move claimed_at back.
+	h.clock.Set(at(2 * time.Second))
+	h.must(h.refresh(r.ID, lease.Token, at(time.Second)), "refresh with an older clock")
+	h.eqTime(h.inspect(r.ID).ClaimedAt, at(10*time.Second), "claimed_at after a refresh with an older store clock")
+
+	// It advances to the store clock, never to the caller's now.
+	h.clock.Set(at(20 * time.Second))
+	h.must(h.refresh(r.ID, lease.Token, at(time.Second)), "refresh with an old caller now")
+	h.eqTime(h.inspect(r.ID).ClaimedAt, at(20*time.Second), "claimed_at follows the store clock")
+	h.must(h.refresh(r.ID, lease.Token, at(time.Hour)), "refresh with a future caller now")
+	h.eqTime(h.inspect(r.ID).ClaimedAt, at(20*time.Second), "the caller's now is not written")
+
+	before := h.inspect(r.ID)
+	h.errIs(h.refresh(r.ID, lease.Token, time.Time{}), ports.ErrInvalidArgument, "refresh with a zero now")
+	h.unchanged(before, "run after a refresh with a zero now")
+}
+
+func checkRefreshIgnoresExpiry(h *harness) {
+	r, lease := h.insertClaimed()
+	h.clock.Set(at(time.Hour))
+	h.must(h.refresh(r.ID, lease.Token, at(time.Hour)), "refresh long after the TTL")
+	info := h.inspect(r.ID)
+	h.eqTime(info.ClaimedAt, at(time.Hour), "claimed_at after refreshing an expired claim")
+	eq(h, info.ClaimAttempts, 1, "a refresh is not an attempt")
+	h.sameRun(info.Run, r, "document after a refresh")
+	h.claimNothing(request(at(time.Hour+500*time.Millisecond)), "ClaimDue shortly after the refresh")
+}
+
+func checkRefreshStale(h *harness) {
+	r, old := h.insertClaimed()
+	h.claimOne(at(2*time.Second), r.ID)
+	before := h.inspect(r.ID)
+	tokens := map[string]ports.ClaimToken{
+		"stolen":    old.Token,
+		"foreign":   foreignToken(),
+		"zero":      {},
+		"malformed": malformedToken,
+	}
+	for name, tok := range tokens {
+		h.errIs(h.refresh(r.ID, tok, at(2*time.Second)), ports.ErrClaimLost, "refresh with a %s token", name)
+		h.unchanged(before, "run after refresh with a %s token", name)
+	}
+	h.errIs(h.refresh(h.id("unknown"), old.Token, at(2*time.Second)), ports.ErrClaimLost, "refresh of an unknown run")
+
+	r2, lease := h.insertClaimed()
+	h.release(r2.ID, lease.Token, t0)
+	released := h.inspect(r2.ID)
+	h.errIs(h.refresh(r2.ID, lease.Token, t0), ports.ErrClaimLost, "refresh after release")
+	h.unchanged(released, "run after refreshing a released claim")
+}
+
+// ---- RELEASE --------------------------------------------------------------
+
+func checkRelease(h *harness) {
+	r, lease := h.insertClaimed()
+	h.clock.Set(at(9 * time.Second))
+	h.release(r.ID, lease.Token, at(3*time.Second))
+	info := h.inspect(r.ID)
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim after release")
+	h.eqTime(info.WakeAt, at(3*time.Second), "wake after release (the caller's now)")
+	eq(h, info.ClaimAttempts, 1, "attempts after release")
+	eq(h, info.ClaimAbandons, 0, "abandons after release")
+	h.sameRun(info.Run, r, "document after release")
+	h.claimNothing(request(at(3*time.Second-time.Microsecond)), "ClaimDue before the release wake")
+	h.claimOne(at(3*time.Second), r.ID)
+}
+
+func checkReleaseIdempotent(h *harness) {
+	r, lease := h.insertClaimed()
+	h.release(r.ID, lease.Token, at(time.Second))
+	after := h.inspect(r.ID)
+	h.release(r.ID, lease.Token, at(time.Second))
+	h.unchanged(after, "run after a second release")
+	h.release(r.ID, lease.Token, at(5*time.Second))
+	h.unchanged(after, "run after a third release at another time")
+}
+
+func checkReleaseStale(h *harness) {
+	r, old := h.insertClaimed()
+	thief := h.claimOne(at(2*time.Second), r.ID)
+	before := h.inspect(r.ID)
+	for name, tok := range map[string]ports.ClaimToken{
+		"stolen": old.Token, "foreign": foreignToken(), "zero": {}, "malformed": malformedToken,
+	} {
+		h.must(h.b.ReleaseClaim(h.ctx, r.ID, tok, at(3*time.Second)), "release with a %s token", name)
+		h.unchanged(before, "run after release with a %s token", name)
+	}
+	h.must(h.b.ReleaseClaim(h.ctx, h.id("unknown"), old.Token, t0), "release of an unknown run")
+	h.must(h.refresh(r.ID, thief.Token, at(3*time.Second)), "the current claim survives stale releases")
+}
+
+func checkReleaseKeepsAttempt(h *harness) {
+	r := h.insert(ports.Tenantless())
+	q := request(t0)
+	q.MaxClaimAttempts = 2
+	first := h.claimOneWith(q, r.ID)
+	h.release(r.ID, first.Token, t0)
+	second := h.claimOneWith(q, r.ID)
+	eq(h, second.Attempt, 2, "attempt after a release")
+	h.release(r.ID, second.Token, t0)
+	batch := h.claimDue(q)
+	h.expect(len(batch.Leases) == 0 && len(batch.Poisoned) == 1, "released attempts count toward the ceiling: got %s", describeBatch(batch))
+}
+
+// ---- ABANDON --------------------------------------------------------------
+
+func checkAbandon(h *harness) {
+	r, lease := h.insertClaimed()
+	eq(h, lease.Attempt, 1, "fixture attempt")
+	res := h.abandon(r.ID, lease.Token, abandonParams(lease.CheckpointSeq, t0))
+	eq(h, res, ports.AbandonRescheduled, "abandon result")
+	info := h.inspect(r.ID)
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim after abandon")
+	eq(h, info.ClaimAttempts, 0, "attempts after abandon")
+	eq(h, info.ClaimAbandons, 1, "abandons after abandon")
+	h.eqTime(info.WakeAt, at(30*time.Second), "wake after abandon (retry_at)")
+	h.expect(!info.Poisoned(), "a rescheduled abandon does not poison")
+	h.sameRun(info.Run, r, "document after abandon")
+	eq(h, info.LatestCheckpointType, run.CheckpointRunInitialized, "checkpoint type after abandon")
+	h.claimNothing(request(t0), "ClaimDue before retry_at")
+	again := h.claimOne(at(30*time.Second), r.ID)
+	eq(h, again.Attempt, 1, "attempt after an abandon (refunded)")
+	h.errIs(h.refresh(r.ID, lease.Token, at(30*time.Second)), ports.ErrClaimLost, "the abandoned token is dead")
+}
+
+func checkAbandonStale(h *harness) {
+	// After a steal.
+	r, old := h.insertClaimed()
+	h.claimOne(at(2*time.Second), r.ID)
+	before := h.inspect(r.ID)
+	eq(h, h.abandon(r.ID, old.Token, abandonParams(1, at(2*time.Second))), ports.AbandonStale, "abandon with a stolen token")
+	h.unchanged(before, "run after abandon with a stolen token")
+	for name, tok := range map[string]ports.ClaimToken{"foreign": foreignToken(), "zero": {}, "malformed": malformedToken} {
+		eq(h, h.abandon(r.ID, tok, abandonParams(1, at(2*time.Second))), ports.AbandonStale, "abandon with a %s token", name)
+		h.unchanged(before, "run after abandon with a %s token", name)
+	}
+	eq(h, h.abandon(h.id("unknown"), old.Token, abandonParams(1, t0)), ports.AbandonStale, "abandon of an unknown run")
+
+	// After a retained commit: same token, advanced sequence.
+	h.clock.Set(at(time.Hour))
+	r2 := h.insert(ports.Tenantless(), runOpts{wakeAt: at(time.Hour)})
+	lease := h.claimOneWith(readyOnly(at(time.Hour)), r2.ID)
+	h.mustCommit(ports.Tenantless(), continueMoment(h, r2, "progress"), lease.Token)
+	committed := h.inspect(r2.ID)
+	eq(h, h.abandon(r2.ID, lease.Token, abandonParams(lease.CheckpointSeq, at(time.Hour))), ports.AbandonStale, "abandon after a commit")
+	h.unchanged(committed, "run after a late abandon")
+	eq(h, h.abandon(r2.ID, lease.Token, abandonParams(lease.CheckpointSeq+5, at(time.Hour))), ports.AbandonStale, "abandon at a future seq")
+	h.unchanged(committed, "run after an abandon at a future seq")
+}
+
+func checkAbandonPoison(h *harness) {
+	const max = 3
+	r := h.insert(ports.Tenantless())
+	now := t0
+	for i := 1; i <= max; i++ {
+		lease := h.claimOne(now, r.ID)
+		p := abandonParams(1, now)
+		p.MaxClaimAbandons = max
+		eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonRescheduled, "abandon %d", i)
+		eq(h, h.inspect(r.ID).ClaimAbandons, i, "abandons after abandon %d", i)
+		now = p.RetryAt
+	}
+	lease := h.claimOne(now, r.ID)
+	p := abandonParams(1, now)
+	p.MaxClaimAbandons = max
+	eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonPoisoned, "abandon %d", max+1)
+	info := h.inspect(r.ID)
+	eq(h, info.PoisonReason, claim.ReasonMaxClaimAbandons, "poison reason")
+	h.eqTime(info.PoisonedAt, now, "poisoned_at (the abandon's now)")
+	h.eqTime(info.WakeAt, time.Time{}, "wake of the poisoned run")
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim of the poisoned run")
+	eq(h, info.ClaimAbandons, max, "abandons stay at the maximum")
+	eq(h, info.ClaimAttempts, 0, "attempts of the poisoned run")
+	h.sameRun(info.Run, r, "document of the poisoned run")
+	later := request(at(24 * time.Hour))
+	later.Limit = 10
+	h.claimNothing(later, "ClaimDue after abandon poisoning")
+}
+
+func checkAbandonBackoff(h *harness) {
+	r := h.insert(ports.Tenantless())
+	backoff := &claim.Backoff{Base: 100 * time.Millisecond, Cap: 300 * time.Millisecond}
+	wantDelays := []time.Duration{100, 200, 300, 300}
+	for i, ms := range wantDelays {
+		lease := h.claimOne(at(time.Duration(i+1)*time.Second), r.ID)
+		eq(h, lease.Attempt, 1, "attempt before non-poisoning abandon %d", i+1)
+		p := claim.AbandonParams{ExpectedSeq: 1, Now: t0, RetryAt: t0, MaxClaimAbandons: 1, NonPoisoning: true, Backoff: backoff}
+		eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonRescheduled, "non-poisoning abandon %d", i+1)
+		info := h.inspect(r.ID)
+		h.eqTime(info.WakeAt, t0.Add(ms*time.Millisecond), "wake after non-poisoning abandon %d", i+1)
+		eq(h, info.ClaimAbandons, i+1, "abandons after non-poisoning abandon %d", i+1)
+		eq(h, info.ClaimAttempts, 0, "attempts after non-poisoning abandon %d", i+1)
+		h.expect(!info.Poisoned(), "a non-poisoning abandon never poisons (abandon %d)", i+1)
+	}
+	// Without backoff it takes retry_at, still never poisoning.
+	lease := h.claimOne(at(10*time.Second), r.ID)
+	p := claim.AbandonParams{ExpectedSeq: 1, Now: at(10 * time.Second), RetryAt: at(time.Minute), MaxClaimAbandons: 1, NonPoisoning: true}
+	eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonRescheduled, "non-poisoning abandon without backoff")
+	h.eqTime(h.inspect(r.ID).WakeAt, at(time.Minute), "wake of a non-poisoning abandon without backoff")
+
+	// Accumulated non-poisoning abandons let a poisoning abandon poison at once.
+	lease = h.claimOne(at(time.Minute), r.ID)
+	eq(h, h.abandon(r.ID, lease.Token, abandonParams(1, at(time.Minute))), ports.AbandonPoisoned,
+		"a poisoning abandon after 5 non-poisoning ones with max 3")
+}
+
+func checkAbandonInput(h *harness) {
+	r, lease := h.insertClaimed()
+	before := h.inspect(r.ID)
+	valid := abandonParams(1, t0)
+	cases := map[string]func(p *claim.AbandonParams){
+		"retry_at before now":   func(p *claim.AbandonParams) { p.RetryAt = t0.Add(-time.Millisecond) },
+		"max abandons 0":        func(p *claim.AbandonParams) { p.MaxClaimAbandons = 0 },
+		"negative expected seq": func(p *claim.AbandonParams) { p.ExpectedSeq = -1 },
+		"zero now":              func(p *claim.AbandonParams) { p.Now = time.Time{} },
+		"zero backoff base": func(p *claim.AbandonParams) {
+			p.NonPoisoning = true
+			p.Backoff = &claim.Backoff{Cap: time.Second}
+		},
+		"backoff cap below base": func(p *claim.AbandonParams) {
+			p.NonPoisoning = true
+			p.Backoff = &claim.Backoff{Base: time.Second, Cap: time.Millisecond}
+		},
+	}
+	for name, edit := range cases {
+		p := valid
+		edit(&p)
+		_, err := h.b.AbandonClaim(h.ctx, r.ID, lease.Token, p)
+		h.errIs(err, ports.ErrInvalidArgument, "abandon with %s", name)
+		h.unchanged(before, "run after abandon with %s", name)
+	}
+	eq(h, h.abandon(r.ID, lease.Token, valid), ports.AbandonRescheduled, "the valid abandon")
+}
+
+func checkAbandonVersusSteal(h *harness) {
+	iterations := 4 * h.features.Rounds
+	for i := range iterations {
+		r, old := h.insertClaimed()
+		var (
+			wg      sync.WaitGroup
+			res     ports.AbandonResult
+			abErr   error
+			batch   *ports.ClaimBatch
+			clErr   error
+			stealAt = at(2 * time.Second)
+		)
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, abErr = h.b.AbandonClaim(h.ctx, r.ID, old.Token, abandonParams(1, stealAt))
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			batch, clErr = h.b.ClaimDue(h.ctx, request(stealAt))
+		}()
+		close(start)
+		wg.Wait()
+		what := fmt.Sprintf("race %d", i)
+		h.must(abErr, "%s: abandon", what)
+		h.must(clErr, "%s: steal", what)
+		var stolen *ports.Lease
+		for _, l := range batch.Leases {
+			if l.RunID == r.ID {
+				stolen = &l
+			}
+		}
+		info := h.inspect(r.ID)
+		switch res {
+		case ports.AbandonRescheduled:
+			// The abandon won; the run waits for retry_at, so the claim
+			// finds nothing (a re-claim would be a fresh attempt 1).
+			if stolen != nil {
+				h.expect(stolen.Attempt == 1 && info.ClaimAbandons == 1, "%s: a claim after the abandon must be attempt 1 with 1 abandon, got attempt %d, abandons %d", what, stolen.Attempt, info.ClaimAbandons)
+				continue
+			}
+			eq(h, info.ClaimAttempts, 0, "%s: attempts after the winning abandon", what)
+			eq(h, info.ClaimAbandons, 1, "%s: abandons after the winning abandon", what)
+			h.eqTime(info.ClaimedAt, time.Time{}, "%s: claim after the winning abandon", what)
+		case ports.AbandonStale:
+			if stolen == nil {
+				h.Errorf("%s: the abandon was stale but nothing stole the claim", what)
+				continue
+			}
+			eq(h, stolen.Attempt, 2, "%s: attempt of the winning steal", what)
+			eq(h, info.ClaimAttempts, 2, "%s: attempts after the winning steal", what)
+			eq(h, info.ClaimAbandons, 0, "%s: abandons after the winning steal", what)
+			h.must(h.refresh(r.ID, stolen.Token, stealAt), "%s: the thief holds the claim", what)
+		default:
+			h.Errorf("%s: unexpected abandon result %q", what, res)
+		}
+	}
+}
+
+// ---- POISON ---------------------------------------------------------------
+
+// poisonWithAttempts poisons runID at the claim ceiling max (TTL 0).
+func (h *harness) poisonWithAttempts(runID string, max int) time.Time {
+	h.Helper()
+	q := request(t0)
+	q.OrphanTTL = 0
+	q.MaxClaimAttempts = max
+	for i := 1; i <= max+1; i++ {
+		q.Now = at(time.Duration(i) * time.Millisecond)
+		batch := h.claimDue(q)
+		if i <= max && len(batch.Leases) != 1 {
+			h.Fatalf("fixture: claim %d should lease, got %s", i, describeBatch(batch))
+		}
+		if i > max && len(batch.Poisoned) != 1 {
+			h.Fatalf("fixture: claim %d should poison, got %s", i, describeBatch(batch))
+		}
+	}
+	return q.Now
+}
+
+func checkPoisonRecovery(h *harness) {
+	r := h.insert(ports.Tenantless())
+	h.poisonWithAttempts(r.ID, 3)
+	poisoned := h.inspect(r.ID)
+	eq(h, poisoned.ClaimAttempts, 3, "fixture attempts")
+	h.clock.Set(at(time.Hour))
+	got, err := h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), r.ID, at(time.Minute))
+	h.must(err, "RetryPoisonedRun")
+	h.sameRun(got, r, "RetryPoisonedRun returns the unchanged document")
+	info := h.inspect(r.ID)
+	h.expect(!info.Poisoned(), "poison after recovery: %s", infoOps(info))
+	eq(h, info.ClaimAttempts, 0, "attempts after recovery")
+	eq(h, info.ClaimAbandons, 0, "abandons after recovery")
+	h.eqTime(info.WakeAt, at(time.Minute), "wake after recovery (the caller's now)")
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim after recovery")
+	h.sameRun(info.Run, r, "document after recovery")
+	eq(h, info.LatestCheckpointType, run.CheckpointRunInitialized, "checkpoint type after recovery")
+	page, err := h.b.ListEvents(h.ctx, ports.Tenantless(), r.ID, ports.ListEventsParams{Limit: 100})
+	h.must(err, "ListEvents")
+	eq(h, page.LatestSeq, r.EventSeq, "recovery appends no event")
+	eq(h, len(page.Events), int(r.EventSeq), "recovery appends no event")
+	lease := h.claimOne(at(time.Minute), r.ID)
+	eq(h, lease.Attempt, 1, "first attempt after recovery")
+}
+
+func checkPoisonRecoveryGuards(h *harness) {
+	tenant := ports.Tenant(h.id("tenant"))
+	r := h.insert(tenant)
+	h.poisonWithAttempts(r.ID, 1)
+	_, err := h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), r.ID, t0)
+	h.errIs(err, ports.ErrNotFound, "RetryPoisonedRun from another scope")
+	h.expect(h.inspect(r.ID).Poisoned(), "an out-of-scope retry leaves the run poisoned")
+	_, err = h.b.RetryPoisonedRun(h.ctx, tenant, r.ID, t0)
+	h.must(err, "RetryPoisonedRun")
+	recovered := h.inspect(r.ID)
+	got, err := h.b.RetryPoisonedRun(h.ctx, tenant, r.ID, at(time.Hour))
+	h.must(err, "RetryPoisonedRun of a healthy run")
+	h.sameRun(got, r, "RetryPoisonedRun of a healthy run returns it")
+	h.unchanged(recovered, "a healthy run after RetryPoisonedRun")
+
+	// A claimed healthy run keeps its claim.
+	lease := h.claimOne(t0, r.ID)
+	claimed := h.inspect(r.ID)
+	_, err = h.b.RetryPoisonedRun(h.ctx, ports.System(), r.ID, at(time.Hour))
+	h.must(err, "RetryPoisonedRun of a claimed run")
+	h.unchanged(claimed, "a claimed run after RetryPoisonedRun")
+	h.must(h.refresh(r.ID, lease.Token, t0), "the claim survives")
+
+	_, err = h.b.RetryPoisonedRun(h.ctx, ports.System(), h.id("unknown"), t0)
+	h.errIs(err, ports.ErrNotFound, "RetryPoisonedRun of an unknown run")
+
+	done := h.insert(ports.Tenantless())
+	_, err = h.b.MutateRun(h.ctx, ports.Tenantless(), done.ID, cancelMutation(h))
+	h.must(err, "cancelling")
+	terminal := h.inspect(done.ID)
+	_, err = h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), done.ID, t0)
+	h.errIs(err, ports.ErrInactiveRun, "RetryPoisonedRun of a terminal run")
+	h.unchanged(terminal, "a terminal run after RetryPoisonedRun")
+}

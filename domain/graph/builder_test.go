@@ -1,0 +1,153 @@
+package graph_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/reducer"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/value"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func buildReviewLoop() *graph.Builder {
+	status := graph.Path("review", "status")
+	return graph.New("review-loop").
+		Name("Review loop").
+		Input("topic", schema.String().WithConstraint(schema.ConstraintMinLength, 1), graph.Required()).
+		State("draft", schema.String()).
+		State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, map[string]any{"max_length": 50})).
+		State("review", schema.Object(map[string]*schema.Schema{
+			"status": schema.Enum("approved", "rejected").AsRequired(),
+		}).AsOpen()).
+		Output("final_draft", "draft").
+		Node("writer", "app.writer",
+			graph.Config(map[string]any{"to": "draft", "temperature": 0.5}),
+			graph.Timeout(1500), graph.Retry(3, 200)).
+		Node("reviewer", "app.reviewer", graph.Branch("decision", "edge_ok", "edge_revise")).
+		Node("left", "app.left").
+		Node("right", "app.right").
+		Edge("edge_start", graph.Start, "writer").
+		Edge("edge_review", "writer", "reviewer").
+		Edge("edge_ok", "reviewer", "left", graph.When(graph.Equals(status, "approved"))).
+		Edge("edge_revise", "reviewer", "writer", graph.When(graph.Not(graph.Equals(status, "approved")))).
+		Edge("edge_right", "reviewer", "right", graph.When(graph.All(graph.Changed("review"), graph.VersionAtLeast("draft", 1)))).
+		Join("edge_join", []string{"left", "right"}, graph.Finish).
+		MaxSupersteps(20).
+		Metadata("owner", "team-a")
+}
+
+func TestBuilderProducesTheWireExample(t *testing.T) {
+	t.Parallel()
+	g, err := buildReviewLoop().Build()
+	require.NoError(t, err)
+
+	m, err := g.ToMap()
+	require.NoError(t, err)
+	assert.Equal(t, wireDecodeMap(t, wireExampleJSON), m)
+
+	parsed, err := graph.Parse([]byte(wireExampleJSON))
+	require.NoError(t, err)
+	assert.Equal(t, parsed, g, "the builder's document equals the parsed one, record by record")
+}
+
+func TestBuilderNormalizesGoValues(t *testing.T) {
+	t.Parallel()
+	g, err := graph.New("g").
+		Policy("budget", uint8(3)).
+		State("tags", schema.List(schema.String()), graph.Default([]string{"a", "b"}), graph.Metadata("order", []int{2, 1})).
+		Node("n", "app.n", graph.Config(map[string]any{"sizes": map[string]int{"s": 1}}), graph.Policy("weights", []float32{0.5})).
+		Edge("e", graph.Start, "n", graph.When(graph.Equals(graph.Path("tags", 0), 7))).
+		Build()
+	require.NoError(t, err)
+
+	assert.Equal(t, int64(3), g.Policies["budget"])
+	assert.Equal(t, []any{"a", "b"}, g.Fields["tags"].Default)
+	assert.Equal(t, []any{int64(2), int64(1)}, g.Fields["tags"].Metadata["order"])
+	assert.Equal(t, map[string]any{"s": int64(1)}, g.Nodes["n"].Config["sizes"])
+	assert.Equal(t, []any{0.5}, g.Nodes["n"].Policies["weights"])
+	assert.Equal(t, []any{
+		&graph.Guard{Op: graph.OpPath, Args: []any{"tags", []any{int64(0)}}},
+		int64(7),
+	}, g.Edges["e"].Guard.Args)
+
+	_, err = g.ToMap()
+	assert.NoError(t, err, "a built document is always writable")
+}
+
+func TestBuilderReachesEveryRecordFeature(t *testing.T) {
+	t.Parallel()
+	g, err := graph.New("g").
+		Description("all the parts").
+		Input("i", schema.Integer(), graph.Label("I"), graph.Description("an input"), graph.Default(int64(4))).
+		State("s", schema.Float(), graph.Reducer(reducer.Sum, nil)).
+		Node("p", "", graph.Passthrough(map[string]any{"type": "llm"}), graph.Label("P"), graph.Metadata("x", true)).
+		Edge("e", "p", graph.Finish, graph.SourceHandle("out"), graph.TargetHandle("in"), graph.Label("E"), graph.Description("d")).
+		Join("single", []string{"p"}, "p").
+		Output("o", "", graph.OutputSchema(schema.Integer()), graph.Label("O"), graph.Description("out"), graph.Metadata("m", 1)).
+		Build()
+	require.NoError(t, err)
+
+	assert.Equal(t, "all the parts", g.Description)
+	assert.Equal(t, &graph.Field{ID: "i", Kind: graph.KindInput, Label: "I", Description: "an input", Schema: schema.Integer(), Default: int64(4)}, g.Inputs["i"])
+	assert.Equal(t, &reducer.Reducer{Type: reducer.Sum}, g.Fields["s"].Reducer)
+	assert.Equal(t, graph.Implementation{Raw: map[string]any{"type": "llm"}}, g.Nodes["p"].Implementation)
+	assert.Equal(t, &graph.Edge{ID: "e", From: []string{"p"}, To: graph.Finish, Label: "E", Description: "d", SourceHandle: "out", TargetHandle: "in"}, g.Edges["e"])
+	assert.Equal(t, &graph.Edge{ID: "single", From: []string{"p"}, Barrier: true, To: "p"}, g.Edges["single"])
+	assert.Equal(t, &graph.Output{ID: "o", Label: "O", Description: "out", Schema: schema.Integer(), Metadata: map[string]any{"m": int64(1)}}, g.Outputs["o"])
+
+	m, err := g.ToMap()
+	require.NoError(t, err)
+	back, err := graph.FromMap(m)
+	require.NoError(t, err)
+	assert.Equal(t, g, back)
+}
+
+func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	_, err := graph.New("g").
+		Metadata("when", struct{}{}).
+		Input("topic", schema.String(), graph.Timeout(10)).
+		Input("topic", schema.String()).
+		Node("n", "app.n", graph.Config(map[string]any{"$secret": 1}), graph.Required()).
+		Edge("e", graph.Start, "n", graph.When(graph.Equals("topic", make(chan int)))).
+		Output("o", "topic", graph.When(graph.Changed("topic"))).
+		Build()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorIs(t, err, value.ErrNotPortable)
+
+	var joined interface{ Unwrap() []error }
+	require.True(t, errors.As(err, &joined))
+	assert.Len(t, joined.Unwrap(), 7)
+	for _, want := range []string{
+		`graph metadata "when"`,
+		`input "topic": option Timeout applies to nodes only`,
+		`input "topic": declared more than once`,
+		`node "n" config: non-portable value at $secret`,
+		`node "n": option Required applies to inputs and state fields only`,
+		`edge "e" guard: argument 1 of "equals"`,
+		`output "o": option When applies to edges only`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+}
+
+func TestBuildReturnsIndependentDocuments(t *testing.T) {
+	t.Parallel()
+	config := map[string]any{"tone": "clear"}
+	b := graph.New("g").Node("n", "app.n", graph.Config(config))
+	config["tone"] = "changed after the call"
+
+	first, err := b.Build()
+	require.NoError(t, err)
+	assert.Equal(t, "clear", first.Nodes["n"].Config["tone"], "values are read when the option is made")
+
+	first.Nodes["n"].Config["tone"] = "edited"
+	second, err := b.Node("m", "app.m").Build()
+	require.NoError(t, err)
+	assert.Equal(t, "clear", second.Nodes["n"].Config["tone"], "a build shares nothing with earlier builds")
+	assert.NotContains(t, first.Nodes, "m")
+}

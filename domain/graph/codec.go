@@ -1,0 +1,1043 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/docketgo/docket/domain/reducer"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/value"
+)
+
+// CodeNonDurableValue is the DocumentError code for content ToMap cannot
+// write: a value that is not portable, a "$" key in open content, or a
+// string that is not valid UTF-8.
+const CodeNonDurableValue = "non_durable_value"
+
+// DocumentError is a wire-codec failure. Code is CodeInvalidDocument,
+// CodeUnsupportedSchemaVersion or CodeNonDurableValue; Path is the dotted
+// path into the wire document ("nodes.writer.policies", "edges.e.guard.args[0]";
+// "" for the root). errors.Is(err, ErrInvalidDocument) holds for every
+// DocumentError, and errors.As reaches the underlying cause (for example a
+// *value.NotPortableError or a *schema.DecodeError) when there is one.
+type DocumentError struct {
+	Code    string
+	Path    string
+	Message string
+	Err     error // underlying cause, or nil
+}
+
+func (e *DocumentError) Error() string {
+	if e.Path == "" {
+		return e.Code + ": " + e.Message
+	}
+	return e.Code + ": " + e.Path + ": " + e.Message
+}
+
+// Unwrap exposes ErrInvalidDocument and the underlying cause.
+func (e *DocumentError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalidDocument}
+	}
+	return []error{ErrInvalidDocument, e.Err}
+}
+
+// The allowed keys of each wire record (spec §3). The JSON Schema in
+// docs/graph.schema.json lists the same keys; a test keeps them in step.
+var (
+	wireGraphKeys   = []string{"schema_version", "id", "name", "description", "inputs", "fields", "outputs", "nodes", "edges", "policies", "metadata"}
+	wireFieldKeys   = []string{"kind", "label", "description", "schema", "reducer", "required", "default", "metadata"}
+	wireOutputKeys  = []string{"source", "label", "description", "schema", "metadata"}
+	wireNodeKeys    = []string{"label", "description", "implementation", "branches", "config", "policies", "metadata"}
+	wireEdgeKeys    = []string{"from", "to", "label", "description", "source_handle", "target_handle", "guard", "metadata"}
+	wireReducerKeys = []string{"type", "opts"}
+	wireGuardKeys   = []string{"op", "args"}
+	// A module implementation; any other implementation map is passthrough.
+	wireModuleKeys = []string{"type", "implementation"}
+)
+
+// wireGuardTag wraps a guard nested in a plain argument position.
+const wireGuardTag = "$guard"
+
+var (
+	wireGraphKeySet   = wireKeySet(wireGraphKeys)
+	wireFieldKeySet   = wireKeySet(wireFieldKeys)
+	wireOutputKeySet  = wireKeySet(wireOutputKeys)
+	wireNodeKeySet    = wireKeySet(wireNodeKeys)
+	wireEdgeKeySet    = wireKeySet(wireEdgeKeys)
+	wireReducerKeySet = wireKeySet(wireReducerKeys)
+	wireGuardKeySet   = wireKeySet(wireGuardKeys)
+	wireModuleKeySet  = wireKeySet(wireModuleKeys)
+
+	wireReducerTypes = map[reducer.Type]bool{
+		reducer.LastValue: true, reducer.FirstValue: true, reducer.Append: true,
+		reducer.Union: true, reducer.Merge: true, reducer.Sum: true,
+	}
+	wireGuardOps = map[string]bool{
+		OpAll: true, OpAny: true, OpNot: true, OpChanged: true,
+		OpVersionAtLeast: true, OpExists: true, OpEquals: true, OpPath: true,
+	}
+)
+
+func wireKeySet(keys []string) map[string]bool {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set
+}
+
+// wireBooleanOp reports whether op takes guard objects as arguments; every
+// other op takes plain values, where a nested guard is "$guard"-wrapped.
+func wireBooleanOp(op string) bool { return op == OpAll || op == OpAny || op == OpNot }
+
+// Parse decodes a JSON graph document (integers and floats stay distinct)
+// and loads it with FromMap.
+func Parse(data []byte) (*Graph, error) {
+	raw, err := value.DecodeJSON(data)
+	if err != nil {
+		return nil, &DocumentError{Code: CodeInvalidDocument, Message: err.Error(), Err: err}
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid("", "a graph document must be a JSON object, got %s", wireDescribe(raw))
+	}
+	return FromMap(m)
+}
+
+// MarshalJSON writes the canonical JSON of g's wire map (sorted keys, floats
+// keep their ".0"), so equal documents give equal bytes.
+func (g *Graph) MarshalJSON() ([]byte, error) {
+	m, err := g.ToMap()
+	if err != nil {
+		return nil, err
+	}
+	return value.Canonical(m)
+}
+
+// UnmarshalJSON replaces g with the document Parse reads from data.
+func (g *Graph) UnmarshalJSON(data []byte) error {
+	parsed, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	*g = *parsed
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Writing (ToMap)
+// ---------------------------------------------------------------------------
+
+// ToMap renders g as its wire map: string keys and portable values only,
+// sharing no containers with g. Empty maps, empty strings and
+// required:false are omitted; schema_version 0 is written as 1; a field's
+// empty Kind is written as the kind of the section holding it and a
+// reducer's empty Type as last_value; record IDs are the map keys; a nested
+// guard in a plain argument position is wrapped as {"$guard": …}.
+// FromMap(ToMap(g)) equals g whenever g is in the form FromMap returns
+// (IDs equal to their keys, nil rather than empty maps and lists, kinds and
+// reducer types spelled out), as the builder's documents are.
+//
+// It fails with a *DocumentError: CodeNonDurableValue when content is not
+// portable (a "$" key, a Go value outside the portable model, invalid
+// UTF-8), CodeUnsupportedSchemaVersion for a version above SchemaVersion,
+// CodeInvalidDocument when a structural value has no wire form (an
+// unknown field kind, reducer type, guard op or schema type, a nil record,
+// a non-guard argument of all/any/not, a passthrough implementation tagged
+// "module"). Every map ToMap returns is accepted by FromMap.
+func (g *Graph) ToMap() (map[string]any, error) {
+	if g == nil {
+		return nil, wireInvalid("", "cannot write a nil graph")
+	}
+	switch {
+	case g.SchemaVersion > SchemaVersion:
+		return nil, &DocumentError{Code: CodeUnsupportedSchemaVersion, Path: "schema_version",
+			Message: fmt.Sprintf("version %d is newer than the supported version %d", g.SchemaVersion, SchemaVersion)}
+	case g.SchemaVersion < 0:
+		return nil, wireInvalid("schema_version", "must be a positive integer, got %d", g.SchemaVersion)
+	}
+	// The zero version means "current", so hand-built graphs need not set it.
+	out := map[string]any{"schema_version": int64(SchemaVersion), "id": g.ID}
+	wirePutString(out, "name", g.Name)
+	wirePutString(out, "description", g.Description)
+
+	if err := wirePutCollection(out, "inputs", g.Inputs, func(f *Field, path string) (map[string]any, error) {
+		return wireWriteField(f, KindInput, path)
+	}); err != nil {
+		return nil, err
+	}
+	if err := wirePutCollection(out, "fields", g.Fields, func(f *Field, path string) (map[string]any, error) {
+		return wireWriteField(f, KindState, path)
+	}); err != nil {
+		return nil, err
+	}
+	if err := wirePutCollection(out, "outputs", g.Outputs, wireWriteOutput); err != nil {
+		return nil, err
+	}
+	if err := wirePutCollection(out, "nodes", g.Nodes, wireWriteNode); err != nil {
+		return nil, err
+	}
+	if err := wirePutCollection(out, "edges", g.Edges, wireWriteEdge); err != nil {
+		return nil, err
+	}
+	if err := wirePutOpen(out, "policies", g.Policies, "policies"); err != nil {
+		return nil, err
+	}
+	if err := wirePutOpen(out, "metadata", g.Metadata, "metadata"); err != nil {
+		return nil, err
+	}
+	// IDs, labels and every other string end up in JSON, which cannot carry
+	// invalid UTF-8 faithfully.
+	if err := wireCheckUTF8(out, ""); err != nil {
+		return nil, &DocumentError{Code: CodeNonDurableValue, Path: err.Path, Message: err.Message}
+	}
+	return out, nil
+}
+
+func wirePutCollection[R any](out map[string]any, key string, records map[string]*R, write func(*R, string) (map[string]any, error)) error {
+	if len(records) == 0 {
+		return nil
+	}
+	collection := make(map[string]any, len(records))
+	for _, id := range value.SortedKeys(records) {
+		path := key + "." + id
+		record := records[id]
+		if record == nil {
+			return wireInvalid(path, "the record is nil")
+		}
+		m, err := write(record, path)
+		if err != nil {
+			return err
+		}
+		collection[id] = m
+	}
+	out[key] = collection
+	return nil
+}
+
+func wireWriteField(f *Field, sectionKind FieldKind, path string) (map[string]any, error) {
+	kind := f.Kind
+	if kind == "" {
+		kind = sectionKind
+	}
+	if kind != KindInput && kind != KindState {
+		return nil, wireInvalid(path+".kind", "unknown field kind %q (expected input or state)", kind)
+	}
+	out := map[string]any{"kind": string(kind)}
+	wirePutString(out, "label", f.Label)
+	wirePutString(out, "description", f.Description)
+	if err := wirePutSchema(out, f.Schema, path+".schema"); err != nil {
+		return nil, err
+	}
+	if f.Reducer != nil {
+		r, err := wireWriteReducer(f.Reducer, path+".reducer")
+		if err != nil {
+			return nil, err
+		}
+		out["reducer"] = r
+	}
+	if f.Required {
+		out["required"] = true
+	}
+	if f.Default != nil {
+		v, err := wirePortable(f.Default, path+".default")
+		if err != nil {
+			return nil, err
+		}
+		out["default"] = v
+	}
+	if err := wirePutOpen(out, "metadata", f.Metadata, path+".metadata"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func wireWriteReducer(r *reducer.Reducer, path string) (map[string]any, error) {
+	t := r.Type
+	if t == "" {
+		t = reducer.LastValue // the zero Reducer means last_value
+	}
+	if !wireReducerTypes[t] {
+		return nil, wireInvalid(path+".type", "unknown reducer type %q", t)
+	}
+	out := map[string]any{"type": string(t)}
+	if err := wirePutOpen(out, "opts", r.Opts, path+".opts"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func wirePutSchema(out map[string]any, s *schema.Schema, path string) error {
+	if s == nil {
+		return nil
+	}
+	m := s.ToMap()
+	if err := value.Check(m); err != nil {
+		return wireNonDurable(path, err)
+	}
+	// Only what FromMap reads back may be written: this catches unknown
+	// types and nil children with the schema codec's own reason.
+	if _, err := schema.FromMap(m); err != nil {
+		return wireSchemaError(path, err)
+	}
+	out["schema"] = m
+	return nil
+}
+
+func wireWriteOutput(o *Output, path string) (map[string]any, error) {
+	out := map[string]any{}
+	wirePutString(out, "source", o.Source)
+	wirePutString(out, "label", o.Label)
+	wirePutString(out, "description", o.Description)
+	if err := wirePutSchema(out, o.Schema, path+".schema"); err != nil {
+		return nil, err
+	}
+	if err := wirePutOpen(out, "metadata", o.Metadata, path+".metadata"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func wireWriteNode(n *Node, path string) (map[string]any, error) {
+	out := map[string]any{}
+	wirePutString(out, "label", n.Label)
+	wirePutString(out, "description", n.Description)
+	impl, err := wireWriteImplementation(n.Implementation, path+".implementation")
+	if err != nil {
+		return nil, err
+	}
+	if impl != nil {
+		out["implementation"] = impl
+	}
+	if len(n.Branches) > 0 {
+		branches := make(map[string]any, len(n.Branches))
+		for _, group := range value.SortedKeys(n.Branches) {
+			if strings.HasPrefix(group, "$") {
+				return nil, wireNonDurable(path+".branches", &value.NotPortableError{Path: group, Reason: `keys starting with "$" are reserved`})
+			}
+			edges := make([]any, len(n.Branches[group]))
+			for i, id := range n.Branches[group] {
+				edges[i] = id
+			}
+			branches[group] = edges
+		}
+		out["branches"] = branches
+	}
+	for _, open := range []struct {
+		key string
+		m   map[string]any
+	}{{"config", n.Config}, {"policies", n.Policies}, {"metadata", n.Metadata}} {
+		if err := wirePutOpen(out, open.key, open.m, path+"."+open.key); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func wireWriteImplementation(impl Implementation, path string) (map[string]any, error) {
+	if impl.Raw != nil {
+		if impl.Type != "" || impl.Ref != "" {
+			return nil, wireInvalid(path, "an implementation sets either Raw or Type and Ref, not both")
+		}
+		if t, _ := impl.Raw["type"].(string); t == ImplementationModule {
+			return nil, wireInvalid(path, `a passthrough implementation cannot use "type": %q; that tag is reserved for registry references`, ImplementationModule)
+		}
+		v, err := wirePortable(impl.Raw, path)
+		if err != nil {
+			return nil, err
+		}
+		return v.(map[string]any), nil
+	}
+	switch impl.Type {
+	case "":
+		if impl.Ref != "" {
+			return nil, wireInvalid(path, "implementation %q has no type; use type %q", impl.Ref, ImplementationModule)
+		}
+		return nil, nil
+	case ImplementationModule:
+		return map[string]any{"type": ImplementationModule, "implementation": impl.Ref}, nil
+	default:
+		return nil, wireInvalid(path, "implementation type %q has no wire form; keep non-module implementations in Raw", impl.Type)
+	}
+}
+
+func wireWriteEdge(e *Edge, path string) (map[string]any, error) {
+	out := map[string]any{}
+	switch {
+	case e.Barrier || len(e.From) > 1:
+		// A list is what makes an edge a barrier, even with one source.
+		from := make([]any, len(e.From))
+		for i, id := range e.From {
+			from[i] = id
+		}
+		out["from"] = from
+	case len(e.From) == 1:
+		out["from"] = e.From[0]
+	}
+	wirePutString(out, "to", e.To)
+	wirePutString(out, "label", e.Label)
+	wirePutString(out, "description", e.Description)
+	wirePutString(out, "source_handle", e.SourceHandle)
+	wirePutString(out, "target_handle", e.TargetHandle)
+	if e.Guard != nil {
+		guard, err := wireWriteGuard(e.Guard, path+".guard")
+		if err != nil {
+			return nil, err
+		}
+		out["guard"] = guard
+	}
+	if err := wirePutOpen(out, "metadata", e.Metadata, path+".metadata"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func wireWriteGuard(g *Guard, path string) (map[string]any, error) {
+	if !wireGuardOps[g.Op] {
+		return nil, wireInvalid(path+".op", "unknown guard op %q", g.Op)
+	}
+	boolean := wireBooleanOp(g.Op)
+	args := make([]any, len(g.Args))
+	for i, arg := range g.Args {
+		argPath := path + ".args[" + strconv.Itoa(i) + "]"
+		nested, isGuard := arg.(*Guard)
+		switch {
+		case isGuard && nested == nil:
+			return nil, wireInvalid(argPath, "a nested guard is nil")
+		case isGuard && boolean:
+			m, err := wireWriteGuard(nested, argPath)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = m
+		case isGuard:
+			m, err := wireWriteGuard(nested, argPath+"."+wireGuardTag)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = map[string]any{wireGuardTag: m}
+		case boolean:
+			return nil, wireInvalid(argPath, "the arguments of %q must be guards, got %s", g.Op, wireDescribe(arg))
+		default:
+			v, err := wirePortable(arg, argPath)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = v
+		}
+	}
+	return map[string]any{"op": g.Op, "args": args}, nil
+}
+
+func wirePutString(out map[string]any, key, s string) {
+	if s != "" {
+		out[key] = s
+	}
+}
+
+// wirePutOpen writes a non-empty open map after checking it is portable.
+func wirePutOpen(out map[string]any, key string, m map[string]any, path string) error {
+	if len(m) == 0 {
+		return nil
+	}
+	v, err := wirePortable(m, path)
+	if err != nil {
+		return err
+	}
+	out[key] = v
+	return nil
+}
+
+// wirePortable returns a deep copy of a portable value, or a
+// non_durable_value error naming the offending path.
+func wirePortable(v any, path string) (any, error) {
+	if err := value.Check(v); err != nil {
+		return nil, wireNonDurable(path, err)
+	}
+	return value.Clone(v), nil
+}
+
+func wireNonDurable(path string, err error) error {
+	var np *value.NotPortableError
+	if errors.As(err, &np) {
+		return &DocumentError{Code: CodeNonDurableValue, Path: wireJoin(path, np.Path), Message: np.Reason, Err: err}
+	}
+	return &DocumentError{Code: CodeNonDurableValue, Path: path, Message: err.Error(), Err: err}
+}
+
+// ---------------------------------------------------------------------------
+// Reading (FromMap)
+// ---------------------------------------------------------------------------
+
+// FromMap parses a wire map (portable-shaped, as value.DecodeJSON returns
+// it). It rejects unknown keys, bad shapes, unknown field kinds, reducer
+// types, guard ops and schema types, "$" keys in open content, and invalid
+// UTF-8 with a *DocumentError of code CodeInvalidDocument, and a
+// schema_version above SchemaVersion with CodeUnsupportedSchemaVersion.
+// Record IDs are taken from the map keys; a field without "kind" takes its
+// section's kind; null for an optional key means absent. Empty open maps and
+// lists load as nil. It does not compile the document: ID syntax, kinds
+// matching their section, guard arity and every other semantic rule are the
+// compiler's to report. The result shares no containers with m.
+func FromMap(m map[string]any) (*Graph, error) {
+	if m == nil {
+		return nil, wireInvalid("", "a graph document must be a map, got null")
+	}
+	if err := wireCheckUTF8(m, ""); err != nil {
+		return nil, err
+	}
+	if err := wireCheckKeys(m, wireGraphKeySet, wireGraphKeys, ""); err != nil {
+		return nil, err
+	}
+	g := &Graph{}
+	version, err := wireReadSchemaVersion(m)
+	if err != nil {
+		return nil, err
+	}
+	g.SchemaVersion = version
+
+	rawID, ok := m["id"]
+	if !ok {
+		return nil, wireInvalid("id", "missing required key")
+	}
+	if g.ID, ok = rawID.(string); !ok {
+		return nil, wireInvalid("id", "must be a string, got %s", wireDescribe(rawID))
+	}
+	if g.Name, err = wireReadString(m, "name", ""); err != nil {
+		return nil, err
+	}
+	if g.Description, err = wireReadString(m, "description", ""); err != nil {
+		return nil, err
+	}
+	if g.Inputs, err = wireReadCollection(m, "inputs", func(id string, rec map[string]any, path string) (*Field, error) {
+		return wireReadField(id, rec, KindInput, path)
+	}); err != nil {
+		return nil, err
+	}
+	if g.Fields, err = wireReadCollection(m, "fields", func(id string, rec map[string]any, path string) (*Field, error) {
+		return wireReadField(id, rec, KindState, path)
+	}); err != nil {
+		return nil, err
+	}
+	if g.Outputs, err = wireReadCollection(m, "outputs", wireReadOutput); err != nil {
+		return nil, err
+	}
+	if g.Nodes, err = wireReadCollection(m, "nodes", wireReadNode); err != nil {
+		return nil, err
+	}
+	if g.Edges, err = wireReadCollection(m, "edges", wireReadEdge); err != nil {
+		return nil, err
+	}
+	if g.Policies, err = wireReadOpen(m, "policies", ""); err != nil {
+		return nil, err
+	}
+	if g.Metadata, err = wireReadOpen(m, "metadata", ""); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func wireReadSchemaVersion(m map[string]any) (int, error) {
+	raw, ok := m["schema_version"]
+	if !ok {
+		return 0, wireInvalid("schema_version", "missing required key")
+	}
+	v, ok := raw.(int64)
+	if !ok || v < 1 {
+		return 0, wireInvalid("schema_version", "must be a positive integer, got %s", wireDescribe(raw))
+	}
+	if v > SchemaVersion {
+		return 0, &DocumentError{Code: CodeUnsupportedSchemaVersion, Path: "schema_version",
+			Message: fmt.Sprintf("version %d is newer than the supported version %d", v, SchemaVersion)}
+	}
+	return int(v), nil
+}
+
+func wireReadCollection[R any](m map[string]any, key string, read func(id string, rec map[string]any, path string) (*R, error)) (map[string]*R, error) {
+	raw := m[key]
+	if raw == nil {
+		return nil, nil
+	}
+	collection, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(key, "must be a map of records, got %s", wireDescribe(raw))
+	}
+	if len(collection) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*R, len(collection))
+	for _, id := range value.SortedKeys(collection) {
+		path := key + "." + id
+		rec, ok := collection[id].(map[string]any)
+		if !ok {
+			return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(collection[id]))
+		}
+		r, err := read(id, rec, path)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = r
+	}
+	return out, nil
+}
+
+func wireReadField(id string, m map[string]any, sectionKind FieldKind, path string) (*Field, error) {
+	if err := wireCheckKeys(m, wireFieldKeySet, wireFieldKeys, path); err != nil {
+		return nil, err
+	}
+	f := &Field{ID: id, Kind: sectionKind}
+	if raw := m["kind"]; raw != nil {
+		kind, _ := raw.(string)
+		if FieldKind(kind) != KindInput && FieldKind(kind) != KindState {
+			return nil, wireInvalid(path+".kind", "must be \"input\" or \"state\", got %s", wireDescribe(raw))
+		}
+		f.Kind = FieldKind(kind)
+	}
+	var err error
+	if f.Label, err = wireReadString(m, "label", path); err != nil {
+		return nil, err
+	}
+	if f.Description, err = wireReadString(m, "description", path); err != nil {
+		return nil, err
+	}
+	if f.Schema, err = wireReadSchema(m, path); err != nil {
+		return nil, err
+	}
+	if raw := m["reducer"]; raw != nil {
+		if f.Reducer, err = wireReadReducer(raw, path+".reducer"); err != nil {
+			return nil, err
+		}
+	}
+	if raw := m["required"]; raw != nil {
+		required, ok := raw.(bool)
+		if !ok {
+			return nil, wireInvalid(path+".required", "must be a boolean, got %s", wireDescribe(raw))
+		}
+		f.Required = required
+	}
+	if f.Default, err = wireReadPortable(m["default"], path+".default"); err != nil {
+		return nil, err
+	}
+	if f.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func wireReadSchema(m map[string]any, path string) (*schema.Schema, error) {
+	raw := m["schema"]
+	if raw == nil {
+		return nil, nil
+	}
+	path = wireJoin(path, "schema")
+	sm, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+	}
+	// "$" keys are reserved at every depth, field names included.
+	if err := value.Check(sm); err != nil {
+		return nil, wireInvalidContent(path, err)
+	}
+	s, err := schema.FromMap(sm)
+	if err != nil {
+		return nil, wireSchemaError(path, err)
+	}
+	return s, nil
+}
+
+func wireSchemaError(path string, err error) error {
+	var de *schema.DecodeError
+	if errors.As(err, &de) {
+		return &DocumentError{Code: CodeInvalidDocument, Path: wireJoin(path, de.Path), Message: de.Reason, Err: err}
+	}
+	return &DocumentError{Code: CodeInvalidDocument, Path: path, Message: err.Error(), Err: err}
+}
+
+func wireReadReducer(raw any, path string) (*reducer.Reducer, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+	}
+	if err := wireCheckKeys(m, wireReducerKeySet, wireReducerKeys, path); err != nil {
+		return nil, err
+	}
+	t, _ := m["type"].(string)
+	if !wireReducerTypes[reducer.Type(t)] {
+		if m["type"] == nil {
+			return nil, wireInvalid(path+".type", "missing required key")
+		}
+		return nil, wireInvalid(path+".type", "unknown reducer type %s (expected append, first_value, last_value, merge, sum or union)", wireDescribe(m["type"]))
+	}
+	opts, err := wireReadOpen(m, "opts", path)
+	if err != nil {
+		return nil, err
+	}
+	return &reducer.Reducer{Type: reducer.Type(t), Opts: opts}, nil
+}
+
+func wireReadOutput(id string, m map[string]any, path string) (*Output, error) {
+	if err := wireCheckKeys(m, wireOutputKeySet, wireOutputKeys, path); err != nil {
+		return nil, err
+	}
+	o := &Output{ID: id}
+	var err error
+	if o.Source, err = wireReadString(m, "source", path); err != nil {
+		return nil, err
+	}
+	if o.Label, err = wireReadString(m, "label", path); err != nil {
+		return nil, err
+	}
+	if o.Description, err = wireReadString(m, "description", path); err != nil {
+		return nil, err
+	}
+	if o.Schema, err = wireReadSchema(m, path); err != nil {
+		return nil, err
+	}
+	if o.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func wireReadNode(id string, m map[string]any, path string) (*Node, error) {
+	if err := wireCheckKeys(m, wireNodeKeySet, wireNodeKeys, path); err != nil {
+		return nil, err
+	}
+	n := &Node{ID: id}
+	var err error
+	if n.Label, err = wireReadString(m, "label", path); err != nil {
+		return nil, err
+	}
+	if n.Description, err = wireReadString(m, "description", path); err != nil {
+		return nil, err
+	}
+	if n.Implementation, err = wireReadImplementation(m["implementation"], path+".implementation"); err != nil {
+		return nil, err
+	}
+	if n.Branches, err = wireReadBranches(m["branches"], path+".branches"); err != nil {
+		return nil, err
+	}
+	if n.Config, err = wireReadOpen(m, "config", path); err != nil {
+		return nil, err
+	}
+	if n.Policies, err = wireReadOpen(m, "policies", path); err != nil {
+		return nil, err
+	}
+	if n.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func wireReadImplementation(raw any, path string) (Implementation, error) {
+	if raw == nil {
+		return Implementation{}, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return Implementation{}, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+	}
+	if t, _ := m["type"].(string); t != ImplementationModule {
+		// Passthrough: kept verbatim so it round-trips; it does not compile.
+		if err := value.Check(m); err != nil {
+			return Implementation{}, wireInvalidContent(path, err)
+		}
+		return Implementation{Raw: value.Clone(m).(map[string]any)}, nil
+	}
+	if err := wireCheckKeys(m, wireModuleKeySet, wireModuleKeys, path); err != nil {
+		return Implementation{}, err
+	}
+	ref, ok := m["implementation"].(string)
+	if !ok {
+		if _, present := m["implementation"]; !present {
+			return Implementation{}, wireInvalid(path+".implementation", "missing required key (the registry ID of the node implementation)")
+		}
+		return Implementation{}, wireInvalid(path+".implementation", "must be a string, got %s", wireDescribe(m["implementation"]))
+	}
+	return Implementation{Type: ImplementationModule, Ref: ref}, nil
+}
+
+func wireReadBranches(raw any, path string) (map[string][]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be a map of group names to edge ID lists, got %s", wireDescribe(raw))
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]string, len(m))
+	for _, group := range value.SortedKeys(m) {
+		groupPath := path + "." + group
+		if strings.HasPrefix(group, "$") {
+			return nil, wireInvalid(groupPath, `keys starting with "$" are reserved`)
+		}
+		ids, err := wireReadStringList(m[group], groupPath, "a list of edge IDs")
+		if err != nil {
+			return nil, err
+		}
+		out[group] = ids
+	}
+	return out, nil
+}
+
+func wireReadEdge(id string, m map[string]any, path string) (*Edge, error) {
+	if err := wireCheckKeys(m, wireEdgeKeySet, wireEdgeKeys, path); err != nil {
+		return nil, err
+	}
+	e := &Edge{ID: id}
+	switch from := m["from"].(type) {
+	case nil:
+	case string:
+		e.From = []string{from}
+	case []any:
+		ids, err := wireReadStringList(from, path+".from", "a source ID or a list of source IDs")
+		if err != nil {
+			return nil, err
+		}
+		e.From, e.Barrier = ids, true
+	default:
+		return nil, wireInvalid(path+".from", "must be a source ID or a list of source IDs, got %s", wireDescribe(from))
+	}
+	var err error
+	if e.To, err = wireReadString(m, "to", path); err != nil {
+		return nil, err
+	}
+	if e.Label, err = wireReadString(m, "label", path); err != nil {
+		return nil, err
+	}
+	if e.Description, err = wireReadString(m, "description", path); err != nil {
+		return nil, err
+	}
+	if e.SourceHandle, err = wireReadString(m, "source_handle", path); err != nil {
+		return nil, err
+	}
+	if e.TargetHandle, err = wireReadString(m, "target_handle", path); err != nil {
+		return nil, err
+	}
+	if raw := m["guard"]; raw != nil {
+		if e.Guard, err = wireReadGuard(raw, path+".guard"); err != nil {
+			return nil, err
+		}
+	}
+	if e.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func wireReadGuard(raw any, path string) (*Guard, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be a guard object {op, args}, got %s", wireDescribe(raw))
+	}
+	if err := wireCheckKeys(m, wireGuardKeySet, wireGuardKeys, path); err != nil {
+		return nil, err
+	}
+	op, _ := m["op"].(string)
+	if !wireGuardOps[op] {
+		if m["op"] == nil {
+			return nil, wireInvalid(path+".op", "missing required key")
+		}
+		return nil, wireInvalid(path+".op", "unknown guard op %s (expected all, any, not, changed, version_at_least, exists, equals or path)", wireDescribe(m["op"]))
+	}
+	g := &Guard{Op: op}
+	var args []any
+	switch raw := m["args"].(type) {
+	case nil:
+	case []any:
+		args = raw
+	default:
+		return nil, wireInvalid(path+".args", "must be a list, got %s", wireDescribe(raw))
+	}
+	if len(args) == 0 {
+		return g, nil
+	}
+	boolean := wireBooleanOp(op)
+	g.Args = make([]any, len(args))
+	for i, arg := range args {
+		argPath := path + ".args[" + strconv.Itoa(i) + "]"
+		if boolean {
+			nested, err := wireReadGuard(arg, argPath)
+			if err != nil {
+				return nil, err
+			}
+			g.Args[i] = nested
+			continue
+		}
+		if wrapper, ok := arg.(map[string]any); ok {
+			if inner, tagged := wrapper[wireGuardTag]; tagged {
+				if len(wrapper) != 1 {
+					return nil, wireInvalid(argPath, "a %q wrapper must have no other keys", wireGuardTag)
+				}
+				nested, err := wireReadGuard(inner, argPath+"."+wireGuardTag)
+				if err != nil {
+					return nil, err
+				}
+				g.Args[i] = nested
+				continue
+			}
+		}
+		v, err := wireReadPortable(arg, argPath)
+		if err != nil {
+			return nil, err
+		}
+		g.Args[i] = v
+	}
+	return g, nil
+}
+
+// wireCheckKeys rejects keys outside allowed, naming the first in sorted order.
+func wireCheckKeys(m map[string]any, allowed map[string]bool, list []string, path string) error {
+	for _, k := range value.SortedKeys(m) {
+		if !allowed[k] {
+			return wireInvalid(wireJoin(path, k), "unknown key (allowed: %s)", strings.Join(list, ", "))
+		}
+	}
+	return nil
+}
+
+// wireReadString reads an optional string; null and absent read as "".
+func wireReadString(m map[string]any, key, path string) (string, error) {
+	raw := m[key]
+	if raw == nil {
+		return "", nil
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return "", wireInvalid(wireJoin(path, key), "must be a string, got %s", wireDescribe(raw))
+	}
+	return s, nil
+}
+
+func wireReadStringList(raw any, path, what string) ([]string, error) {
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be %s, got %s", what, wireDescribe(raw))
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, wireInvalid(path+"["+strconv.Itoa(i)+"]", "must be a string, got %s", wireDescribe(e))
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// wireReadOpen reads an optional open map; null, absent and empty read as nil.
+func wireReadOpen(m map[string]any, key, path string) (map[string]any, error) {
+	raw := m[key]
+	if raw == nil {
+		return nil, nil
+	}
+	path = wireJoin(path, key)
+	open, ok := raw.(map[string]any)
+	if !ok {
+		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+	}
+	if len(open) == 0 {
+		return nil, nil
+	}
+	v, err := wireReadPortable(open, path)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+func wireReadPortable(v any, path string) (any, error) {
+	if err := value.Check(v); err != nil {
+		return nil, wireInvalidContent(path, err)
+	}
+	return value.Clone(v), nil
+}
+
+// wireInvalidContent reports non-portable content met while loading, where
+// it is a malformed document rather than a value the caller could fix.
+func wireInvalidContent(path string, err error) error {
+	var np *value.NotPortableError
+	if errors.As(err, &np) {
+		return &DocumentError{Code: CodeInvalidDocument, Path: wireJoin(path, np.Path), Message: np.Reason, Err: err}
+	}
+	return &DocumentError{Code: CodeInvalidDocument, Path: path, Message: err.Error(), Err: err}
+}
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+// ---------------------------------------------------------------------------
+
+func wireInvalid(path, format string, args ...any) *DocumentError {
+	return &DocumentError{Code: CodeInvalidDocument, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// wireJoin appends a relative dotted path ("x.y", "[2].z") to path.
+func wireJoin(path, rel string) string {
+	switch {
+	case rel == "":
+		return path
+	case path == "":
+		return rel
+	case rel[0] == '[':
+		return path + rel
+	}
+	return path + "." + rel
+}
+
+// wireCheckUTF8 rejects strings and keys that are not valid UTF-8, which
+// JSON cannot carry faithfully; the first offender in sorted order is named.
+func wireCheckUTF8(v any, path string) *DocumentError {
+	switch x := v.(type) {
+	case string:
+		if !utf8.ValidString(x) {
+			return wireInvalid(path, "string is not valid UTF-8")
+		}
+	case []any:
+		for i, e := range x {
+			if err := wireCheckUTF8(e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, k := range value.SortedKeys(x) {
+			if !utf8.ValidString(k) {
+				return wireInvalid(path, "a key is not valid UTF-8")
+			}
+			if err := wireCheckUTF8(x[k], wireJoin(path, k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wireDescribe names the portable kind of v for messages.
+func wireDescribe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return strconv.Quote(x)
+	case int64:
+		return "the integer " + strconv.FormatInt(x, 10)
+	case float64:
+		return "a float"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("a Go %T", v)
+}

@@ -1,0 +1,411 @@
+package superstep
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/reducer"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// fieldWrite is one node's write to one field.
+type fieldWrite struct {
+	field  string
+	nodeID string
+	value  any
+}
+
+// barrier commits a settled superstep (spec 7.6): the parked and fresh
+// results are folded into the state channels, the completed nodes' edges are
+// evaluated against the post-write view, consumed activations are cleared,
+// interrupts are registered, and the step advances.
+func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env Env, now time.Time) (*run.Moment, error) {
+	items := fresh
+	if len(r.PendingWrites) > 0 {
+		parked, failures := revalidatePending(idx, r)
+		if len(failures) > 0 {
+			return failSuperstep(r, nil, failures, now), nil
+		}
+		items = make([]validated, 0, len(parked)+len(fresh))
+		items = append(items, parked...)
+		items = append(items, fresh...)
+		slices.SortStableFunc(items, func(a, b validated) int { return strings.Compare(a.nodeID, b.nodeID) })
+	}
+	if failures := duplicateInterruptIDs(items); len(failures) > 0 {
+		return failSuperstep(r, nil, failures, now), nil
+	}
+
+	// The committed map is never written: the barrier works on a copy.
+	channels := maps.Clone(r.Channels)
+	if channels == nil {
+		channels = make(map[string]run.Channel)
+	}
+
+	// 2. Writes: one fold per field, writers in node order.
+	var writes []fieldWrite
+	var okNodes []string
+	for i := range items {
+		it := &items[i]
+		if it.kind != run.WriteUpdate {
+			continue
+		}
+		okNodes = append(okNodes, it.nodeID)
+		for f, v := range it.update {
+			writes = append(writes, fieldWrite{field: f, nodeID: it.nodeID, value: v})
+		}
+	}
+	slices.SortStableFunc(writes, func(a, b fieldWrite) int {
+		if c := strings.Compare(a.field, b.field); c != 0 {
+			return c
+		}
+		return strings.Compare(a.nodeID, b.nodeID)
+	})
+	var changedFields []string
+	var writers [][]any
+	for start := 0; start < len(writes); {
+		end := start + 1
+		for end < len(writes) && writes[end].field == writes[start].field {
+			end++
+		}
+		f := writes[start].field
+		s := idx.fields[f]
+		values := make([]any, end-start)
+		names := make([]any, end-start)
+		for i := start; i < end; i++ {
+			values[i-start] = writes[i].value
+			names[i-start] = idx.box(writes[i].nodeID)
+		}
+		cur, has := currentValue(r.Channels, s)
+		bump(channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, values))
+		changedFields = append(changedFields, f)
+		writers = append(writers, names)
+		start = end
+	}
+
+	// 3. Edges of the nodes that completed with an update.
+	triggered, finish, gerr := fireEdges(g, idx, channels, okNodes, changedFields)
+	if gerr != nil {
+		return gerr.fail(r, now), nil
+	}
+
+	// 4. Clear the activations this superstep consumed.
+	for _, cid := range r.ChangedChannels {
+		if ch := g.Channels[cid]; ch != nil && ch.Kind == graph.ChannelEphemeral {
+			if c, ok := channels[cid]; ok {
+				c.Value = nil
+				channels[cid] = c
+			}
+		}
+	}
+
+	// 5. Register interrupts in node order.
+	var newInterrupts []run.Interrupt
+	var interruptWrites []*validated
+	interrupts := r.Interrupts
+	pendingNodes := slices.DeleteFunc(slices.Clone(r.PendingNodes), func(n string) bool { return slices.Contains(okNodes, n) })
+	for i := range items {
+		it := &items[i]
+		if it.kind != run.WriteInterrupt {
+			continue
+		}
+		id := it.intr.id
+		if id == "" {
+			if env.NewInterruptID == nil {
+				return nil, &Error{Code: CodeInvalidRun, Phase: "settle", Message: "an interrupt needs an ID but Env.NewInterruptID is nil"}
+			}
+			id = env.NewInterruptID()
+			if _, exists := interrupts[id]; exists || id == "" || suppliedInterruptID(items, id) {
+				return nil, &Error{Code: CodeInvalidRun, Phase: "settle", Message: "Env.NewInterruptID returned an empty or already used ID " + strconv.Quote(id)}
+			}
+		}
+		if len(newInterrupts) == 0 {
+			interrupts = make(map[string]run.Interrupt, len(r.Interrupts)+1)
+			maps.Copy(interrupts, r.Interrupts)
+		}
+		in := run.Interrupt{
+			ID:            id,
+			NodeID:        it.nodeID,
+			Status:        run.InterruptOpen,
+			ResumeChannel: it.intr.resumeChannel,
+			Schema:        it.intr.schema,
+			CreatedAt:     now,
+			Metadata:      it.intr.metadata,
+		}
+		interrupts[id] = in
+		newInterrupts = append(newInterrupts, in)
+		interruptWrites = append(interruptWrites, it)
+		pendingNodes = append(pendingNodes, it.nodeID)
+	}
+	if len(newInterrupts) > 0 {
+		slices.Sort(pendingNodes)
+		pendingNodes = slices.Compact(pendingNodes)
+	}
+	if len(pendingNodes) == 0 {
+		pendingNodes = nil
+	}
+
+	// 6. The new run.
+	changed := make([]string, 0, len(changedFields)+len(triggered))
+	for _, f := range changedFields {
+		changed = append(changed, idx.fields[f].channelID)
+	}
+	for _, e := range triggered {
+		changed = append(changed, e.ChannelID)
+	}
+	slices.Sort(changed)
+	changed = slices.Compact(changed)
+
+	next := *r
+	next.Channels = channels
+	next.ChangedChannels = changed
+	next.PendingNodes = pendingNodes
+	next.Interrupts = interrupts
+	next.ActiveTasks = nil
+	next.PendingWrites = nil
+	next.Timers = nil
+	next.Step = r.Step + 1
+	next.Status = run.StatusRunning
+	next.UpdatedAt = now
+
+	// 7. Eager status: never commit running when nothing can proceed.
+	disposition := run.Disposition{Kind: run.DispositionContinue}
+	if open, interrupted := openInterrupts(&next); len(open) > 0 && len(appendCandidates(nil, g, idx, &next, interrupted, true)) == 0 {
+		next.Status = run.StatusWaiting
+		disposition = run.Disposition{Kind: run.DispositionExternal, Reason: run.ReasonAwaitingInterrupts}
+	}
+	ctype := run.CheckpointStepCommitted
+	if len(newInterrupts) > 0 {
+		ctype = run.CheckpointInterruptRequested
+	}
+
+	// 9. Events, at the pre-commit step.
+	events := make([]run.Event, 0, len(okNodes)+len(changedFields)+len(triggered)+len(finish)+len(newInterrupts)+1)
+	for i := range items {
+		it := &items[i]
+		if it.kind == run.WriteUpdate {
+			events = append(events, run.Event{
+				Type: run.EventNodeCompleted, Step: r.Step, NodeID: it.nodeID, TaskID: it.taskID,
+				Payload: map[string]any{"attempt": int64(it.attempt)},
+			})
+		}
+	}
+	for i, f := range changedFields {
+		events = append(events, run.Event{
+			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: idx.fields[f].channelID,
+			Payload: map[string]any{"writers": writers[i]},
+		})
+	}
+	for _, group := range [2][]*graph.RuntimeEdge{triggered, finish} {
+		for _, e := range group {
+			events = append(events, run.Event{
+				Type: run.EventEdgeTriggered, Step: r.Step, ChannelID: e.ChannelID,
+				Payload: map[string]any{"edge_id": idx.box(e.ID), "to": idx.box(e.To)},
+			})
+		}
+	}
+	if len(newInterrupts) > 1 {
+		order := make([]int, len(newInterrupts))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(newInterrupts[a].ID, newInterrupts[b].ID) })
+		sortedIns := make([]run.Interrupt, len(order))
+		sortedWrites := make([]*validated, len(order))
+		for i, o := range order {
+			sortedIns[i], sortedWrites[i] = newInterrupts[o], interruptWrites[o]
+		}
+		newInterrupts, interruptWrites = sortedIns, sortedWrites
+	}
+	for i, in := range newInterrupts {
+		w := interruptWrites[i]
+		events = append(events, run.Event{
+			Type: run.EventInterruptRequested, Step: r.Step, NodeID: in.NodeID, TaskID: w.taskID,
+			Payload: map[string]any{
+				"attempt":        int64(w.attempt),
+				"interrupt_id":   in.ID,
+				"resume_channel": in.ResumeChannel,
+			},
+		})
+	}
+	return run.Propose(r, &next, events, ctype, disposition, now), nil
+}
+
+// bump writes v to a channel: a new channel gets version 1, an existing one
+// version+1, even when the value is equal.
+func bump(channels map[string]run.Channel, id string, v any) {
+	c, ok := channels[id]
+	c.Value = v
+	if ok {
+		c.Version++
+	} else {
+		c.Version = 1
+	}
+	channels[id] = c
+}
+
+// guardFailure is a guard that failed to evaluate; it fails the run.
+type guardFailure struct {
+	edgeID  string
+	reasons []string
+}
+
+func (gf *guardFailure) fail(r *run.Run, now time.Time) *run.Moment {
+	return planFailure(r, CodeGuardEvaluationFailed, "edge "+gf.edgeID+" guard evaluation failed", "",
+		map[string]any{"edge_id": gf.edgeID, "reasons": stringList(gf.reasons)}, now)
+}
+
+func guardReasons(err error) []string {
+	var ge *graph.GuardError
+	if errors.As(err, &ge) && len(ge.Reasons) > 0 {
+		return ge.Reasons
+	}
+	return []string{err.Error()}
+}
+
+// fireEdges evaluates the outgoing edges of the nodes that completed with an
+// update. A barrier edge records its completed sources and becomes a
+// candidate (with its seen set reset) once every source has been seen; the
+// guard is checked after the reset. Passing $finish edges go to finish
+// without a channel bump; other passing edges bump their channel.
+func fireEdges(g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (triggered, finish []*graph.RuntimeEdge, gf *guardFailure) {
+	var edgeIDs []string
+	switch len(okNodes) {
+	case 0:
+	case 1:
+		// Already a sorted set: no copy needed.
+		if node := g.Nodes[okNodes[0]]; node != nil {
+			edgeIDs = node.OutgoingEdges
+		}
+	default:
+		for _, n := range okNodes {
+			if node := g.Nodes[n]; node != nil {
+				edgeIDs = append(edgeIDs, node.OutgoingEdges...)
+			}
+		}
+		slices.Sort(edgeIDs)
+		edgeIDs = slices.Compact(edgeIDs)
+	}
+	var view *graph.View
+	for _, id := range edgeIDs {
+		e := g.Edges[id]
+		if e == nil {
+			continue
+		}
+		if e.Barrier {
+			c := channels[e.ChannelID]
+			seen := slices.Clone(c.BarrierSeen)
+			for _, src := range e.From {
+				if slices.Contains(okNodes, src) && !slices.Contains(seen, src) {
+					seen = append(seen, src)
+				}
+			}
+			complete := true
+			for _, src := range e.From {
+				if !slices.Contains(seen, src) {
+					complete = false
+					break
+				}
+			}
+			if !complete {
+				slices.Sort(seen)
+				c.BarrierSeen = seen
+				channels[e.ChannelID] = c
+				continue
+			}
+			c.BarrierSeen = []string{}
+			channels[e.ChannelID] = c
+		}
+		if e.Guard != nil {
+			if view == nil {
+				changed := make(map[string]bool, len(changedFields))
+				for _, f := range changedFields {
+					changed[f] = true
+				}
+				v := idx.guardView(channels, changed)
+				view = &v
+			}
+			pass, err := e.Guard.Eval(*view)
+			if err != nil {
+				return nil, nil, &guardFailure{edgeID: e.ID, reasons: guardReasons(err)}
+			}
+			if !pass {
+				continue
+			}
+		}
+		if e.To == graph.Finish {
+			finish = append(finish, e)
+			continue
+		}
+		bump(channels, e.ChannelID, true)
+		triggered = append(triggered, e)
+	}
+	return triggered, finish, nil
+}
+
+// revalidatePending passes the run's parked results through the same
+// validation as fresh ones; only corrupted storage fails here.
+func revalidatePending(idx *index, r *run.Run) ([]validated, []attemptFailure) {
+	out := make([]validated, 0, len(r.PendingWrites))
+	var failures []attemptFailure
+	for _, pw := range r.PendingWrites {
+		switch pw.Kind {
+		case run.WriteUpdate:
+			upd, reasons := validateUpdate(idx, pw.Value)
+			if len(reasons) > 0 {
+				failures = append(failures, attemptFailure{pw.NodeID, pw.TaskID, pw.Attempt, "invalid_state_update: " + strings.Join(reasons, "; ")})
+				continue
+			}
+			out = append(out, validated{taskID: pw.TaskID, nodeID: pw.NodeID, attempt: pw.Attempt, kind: run.WriteUpdate, update: upd, value: upd})
+		case run.WriteInterrupt:
+			req, reasons := decodeInterrupt(pw.Value)
+			var in interruptRequest
+			if len(reasons) == 0 {
+				in, reasons = validateInterrupt(idx, r, req)
+			}
+			if len(reasons) > 0 {
+				failures = append(failures, attemptFailure{pw.NodeID, pw.TaskID, pw.Attempt, "invalid_interrupt: " + strings.Join(reasons, "; ")})
+				continue
+			}
+			out = append(out, validated{taskID: pw.TaskID, nodeID: pw.NodeID, attempt: pw.Attempt, kind: run.WriteInterrupt, intr: in, value: interruptValue(pw.NodeID, in)})
+		default:
+			failures = append(failures, attemptFailure{pw.NodeID, pw.TaskID, pw.Attempt, "invalid_pending_write: unknown kind " + strconv.Quote(pw.Kind)})
+		}
+	}
+	return out, failures
+}
+
+// duplicateInterruptIDs rejects two interrupts of one superstep that supply
+// the same ID; the later node's request fails.
+func duplicateInterruptIDs(items []validated) []attemptFailure {
+	var seen []string
+	var failures []attemptFailure
+	for i := range items {
+		it := &items[i]
+		if it.kind != run.WriteInterrupt || it.intr.id == "" {
+			continue
+		}
+		if slices.Contains(seen, it.intr.id) {
+			failures = append(failures, attemptFailure{it.nodeID, it.taskID, it.attempt,
+				"invalid_interrupt: interrupt id " + strconv.Quote(it.intr.id) + " is requested by more than one node"})
+			continue
+		}
+		seen = append(seen, it.intr.id)
+	}
+	return failures
+}
+
+// suppliedInterruptID reports whether a node of this superstep asked for id
+// itself, so a generated ID can never take it.
+func suppliedInterruptID(items []validated, id string) bool {
+	for i := range items {
+		if items[i].kind == run.WriteInterrupt && items[i].intr.id == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,364 @@
+package superstep_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+)
+
+func TestMinimalLinearRunCompletes(t *testing.T) {
+	t.Parallel()
+	// §12 case 1.
+	h := newHarness(t, mlGraph(t), mlNodes())
+	r := h.drive(h.start(map[string]any{"value": "hello"}))
+
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 1, r.Step)
+	assert.Equal(t, map[string]any{"result": "hello"}, r.Output)
+	assert.Equal(t, []run.CheckpointType{cpInit, cpStep, cpDone}, h.types())
+	for i, m := range h.moments {
+		assert.Equal(t, int64(i+1), m.Run.CheckpointSeq)
+	}
+
+	step := h.moments[1]
+	assert.Equal(t, []run.EventType{run.EventNodeCompleted, run.EventChannelUpdated, run.EventEdgeTriggered, run.EventCheckpointCommitted}, eventTypes(step))
+	assert.Equal(t, "copy", step.Events[0].NodeID)
+	assert.Equal(t, "run_1:0:copy", step.Events[0].TaskID)
+	assert.Equal(t, map[string]any{"attempt": int64(1)}, step.Events[0].Payload)
+	assert.Equal(t, "state:result", step.Events[1].ChannelID)
+	assert.Equal(t, map[string]any{"writers": []any{"copy"}}, step.Events[1].Payload)
+	assert.Equal(t, "edge:edge_finish", step.Events[2].ChannelID)
+	assert.Equal(t, map[string]any{"edge_id": "edge_finish", "to": "$finish"}, step.Events[2].Payload)
+	for _, e := range step.Events[:3] {
+		assert.Equal(t, 0, e.Step, "barrier events carry the pre-commit step")
+	}
+	assert.Equal(t, 1, step.Events[3].Step, "the checkpoint fact carries the proposed step")
+	assert.Equal(t, run.Disposition{Kind: run.DispositionContinue}, step.Disposition)
+	_, finishWritten := step.Run.Channels["edge:edge_finish"]
+	assert.False(t, finishWritten, "a $finish edge is never bumped")
+	assert.Equal(t, []string{"state:result"}, step.Run.ChangedChannels)
+	assert.Equal(t, run.Channel{Value: nil, Version: 1}, step.Run.Channels["edge:edge_start"], "the consumed activation is cleared")
+
+	done := h.moments[2]
+	assert.Equal(t, []run.EventType{run.EventRunCompleted, run.EventCheckpointCommitted}, eventTypes(done))
+	assert.Equal(t, map[string]any{"outputs": []any{"result"}}, done.Events[0].Payload)
+	assert.Equal(t, run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunCompleted}, done.Disposition)
+	assert.Equal(t, done.ProposedAt, done.Run.FinishedAt)
+}
+
+func TestSequentialRunWithUnwrittenOutput(t *testing.T) {
+	t.Parallel()
+	// §12 case 3.
+	h := newHarness(t, seGraph(t), map[string]behavior{"writer": echo(), "reviewer": echo()})
+	r := h.drive(h.start(nil))
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 2, r.Step)
+	assert.Equal(t, []run.CheckpointType{cpInit, cpStep, cpStep, cpDone}, h.types())
+	assert.Equal(t, map[string]any{"draft": nil}, r.Output, "an unwritten output is null")
+}
+
+func TestFanOutCompletesInNodeOrder(t *testing.T) {
+	t.Parallel()
+	// §12 case 4.
+	g := foDoc().compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo()})
+	r := h.drive(h.start(nil))
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 2, r.Step)
+	var completed []string
+	for _, e := range eventsOf(h.moments[2], run.EventNodeCompleted) {
+		completed = append(completed, e.NodeID)
+	}
+	assert.Equal(t, []string{"left", "right"}, completed)
+	assert.Empty(t, eventsOf(h.moments[2], run.EventEdgeTriggered))
+}
+
+func TestFanInBarrierFiresOnceBothSourcesComplete(t *testing.T) {
+	t.Parallel()
+	// §12 case 5.
+	h := newHarness(t, msGraph(t), map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 3, r.Step)
+	require.Equal(t, []run.CheckpointType{cpInit, cpStep, cpStep, cpStep, cpDone}, h.types())
+
+	step2 := h.moments[2]
+	triggered := eventsOf(step2, run.EventEdgeTriggered)
+	require.Len(t, triggered, 1)
+	assert.Equal(t, map[string]any{"edge_id": "edge_combine_ready", "to": "combine"}, triggered[0].Payload)
+	assert.Equal(t, []string{"edge:edge_combine_ready"}, step2.Run.ChangedChannels)
+
+	step3 := h.moments[3]
+	completed := eventsOf(step3, run.EventNodeCompleted)
+	require.Len(t, completed, 1)
+	assert.Equal(t, "combine", completed[0].NodeID)
+	assert.Equal(t, []string{}, r.Channels["edge:edge_combine_ready"].BarrierSeen)
+	assert.Equal(t, int64(1), r.Channels["edge:edge_combine_ready"].Version)
+}
+
+func TestStickyBarrierRemembersEarlySources(t *testing.T) {
+	t.Parallel()
+	// §12 case 6: b completes one hop after a.
+	g := newDoc("sticky").
+		nodes("a", "x", "b", "join").
+		edge("edge_a", "$start", "a", nil).
+		edge("edge_x", "$start", "x", nil).
+		edge("edge_b", "x", "b", nil).
+		edge("edge_join", []any{"a", "b"}, "join", nil).
+		edge("edge_finish", "join", "$finish", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"a": echo(), "x": echo(), "b": echo(), "join": echo()})
+	r := h.start(nil)
+
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, []string{"a"}, r.Channels["edge:edge_join"].BarrierSeen)
+	assert.Equal(t, int64(0), r.Channels["edge:edge_join"].Version, "a barrier accumulates at version 0")
+
+	_, m = h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, []string{}, r.Channels["edge:edge_join"].BarrierSeen, "firing resets the seen set")
+	assert.Equal(t, []string{"edge:edge_join"}, r.ChangedChannels)
+
+	r = h.drive(r)
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, "join", h.calls[len(h.calls)-1].node)
+}
+
+func TestGuardFalseBarrierStillResets(t *testing.T) {
+	t.Parallel()
+	g := newDoc("guarded-barrier").
+		field("go", boolean(), nil).
+		nodes("a", "b", "join").
+		edge("edge_a", "$start", "a", nil).
+		edge("edge_b", "$start", "b", nil).
+		edge("edge_join", []any{"a", "b"}, "join", guardOp("equals", "go", true)).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"a": echo(), "b": echo(), "join": echo()})
+	r := h.drive(h.start(nil))
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, run.Channel{BarrierSeen: []string{}}, r.Channels["edge:edge_join"])
+	assert.Len(t, h.calls, 2, "join never ran")
+}
+
+func TestNodesSeeOnlyCommittedState(t *testing.T) {
+	t.Parallel()
+	// §12 case 7.
+	g := newDoc("isolation").
+		field("x", str(), map[string]any{"default": "old"}).
+		field("y", str(), nil).
+		nodes("writer", "reader").
+		edge("edge_writer", "$start", "writer", nil).
+		edge("edge_reader", "$start", "reader", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"writer": write("x", "new"), "reader": copyField("x", "y")})
+	r := h.drive(h.start(nil))
+	assert.Equal(t, "new", r.Channels["state:x"].Value)
+	assert.Equal(t, "old", r.Channels["state:y"].Value)
+}
+
+func TestSameStepConflictIsDeterministic(t *testing.T) {
+	t.Parallel()
+	// §12 case 8: the last writer in node order wins for last_value.
+	g := newDoc("conflict").
+		field("x", str(), nil).
+		nodes("a_writer", "b_writer").
+		edge("edge_a", "$start", "a_writer", nil).
+		edge("edge_b", "$start", "b_writer", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"a_writer": write("x", "from_a"), "b_writer": write("x", "from_b")})
+	r := h.drive(h.start(nil))
+	assert.Equal(t, "from_b", r.Channels["state:x"].Value)
+	assert.Equal(t, int64(1), r.Channels["state:x"].Version, "one write batch, one version")
+	updated := eventsOf(h.moments[1], run.EventChannelUpdated)
+	require.Len(t, updated, 1)
+	assert.Equal(t, []any{"a_writer", "b_writer"}, updated[0].Payload["writers"])
+}
+
+func TestWritesChangeChannelsEvenWithEqualValues(t *testing.T) {
+	t.Parallel()
+	// §12 case 9.
+	g := newDoc("write-change").
+		field("x", str(), map[string]any{"default": "same"}).
+		nodes("w").
+		edge("e", "$start", "w", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": write("x", "same")})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, run.Channel{Value: "same", Version: 1}, r.Channels["state:x"])
+	assert.Contains(t, r.ChangedChannels, "state:x")
+}
+
+func TestCountingCycleRunsToItsGuard(t *testing.T) {
+	t.Parallel()
+	// §12 case 11.
+	h := newHarness(t, ccDoc().policy("max_supersteps", int64(50)).compile(t, graph.Options{}), ccNodes())
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 10.0, r.Output["count"])
+	assert.Equal(t, 20, r.Step)
+	// The loop edge fires every other step; its activation is consumed.
+	assert.Nil(t, r.Channels["edge:edge_loop"].Value)
+	assert.Equal(t, int64(9), r.Channels["edge:edge_loop"].Version)
+}
+
+func TestEphemeralEdgeFiringTwiceInARowEndsCleared(t *testing.T) {
+	t.Parallel()
+	g := newDoc("self-loop").
+		field("n", integer(), nil).
+		nodes("tick").
+		edge("edge_start", "$start", "tick", nil).
+		edge("edge_again", "tick", "tick", guardOp("not", guardOp("version_at_least", "n", int64(3)))).
+		compile(t, graph.Options{MaxSupersteps: 10})
+	h := newHarness(t, g, map[string]behavior{"tick": func(a superstep.Activation) superstep.Result {
+		n, _ := a.Snapshot["n"].(int64)
+		return update(map[string]any{"n": n + 1})
+	}})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, int64(3), r.Channels["state:n"].Value)
+	assert.Equal(t, run.Channel{Value: nil, Version: 2}, r.Channels["edge:edge_again"])
+}
+
+func TestSuperstepLimitFailsTheRun(t *testing.T) {
+	t.Parallel()
+	// §12 cases 12 and 13.
+	for name, g := range map[string]*graph.Compiled{
+		"graph policy":    ccDoc().policy("max_supersteps", int64(3)).compile(t, graph.Options{}),
+		"runtime default": ccDoc().compile(t, graph.Options{MaxSupersteps: 3}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, g, ccNodes())
+			r := h.drive(h.start(nil))
+			require.Equal(t, run.StatusFailed, r.Status)
+			assert.Equal(t, 3, r.Step)
+			assert.Equal(t, &run.Failure{
+				Code:    "max_supersteps_exceeded",
+				Message: "run exceeded the superstep limit of 3",
+				Details: map[string]any{"limit": int64(3)},
+			}, r.Failure)
+			last := h.moments[len(h.moments)-1]
+			require.Equal(t, []run.EventType{run.EventRunFailed, run.EventCheckpointCommitted}, eventTypes(last))
+			assert.Equal(t, map[string]any{
+				"reason":  "max_supersteps_exceeded",
+				"message": "run exceeded the superstep limit of 3",
+				"limit":   int64(3),
+			}, last.Events[0].Payload)
+			assert.Equal(t, run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunFailed}, last.Disposition)
+		})
+	}
+}
+
+func TestGuardEvaluationErrorAtTheBarrierFailsTheRun(t *testing.T) {
+	t.Parallel()
+	g := newDoc("bad-barrier-guard").
+		field("x", str(), nil).
+		nodes("a", "b").
+		edge("edge_a", "$start", "a", nil).
+		edge("edge_b", "a", "b", guardOp("exists", "x")).
+		compile(t, graph.Options{})
+	g.Edges["edge_b"].Guard = &graph.Guard{Op: graph.OpPath, Args: []any{"x", []any{}}}
+	h := newHarness(t, g, map[string]behavior{"a": write("x", "v")})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusFailed, r.Status)
+	assert.Equal(t, "guard_evaluation_failed", r.Failure.Code)
+	assert.Equal(t, "edge edge_b guard evaluation failed", r.Failure.Message)
+	assert.Equal(t, "edge_b", r.Failure.Details["edge_id"])
+	assert.NotEmpty(t, r.Failure.Details["reasons"])
+	assert.Equal(t, 0, r.Step)
+	_, written := r.Channels["state:x"]
+	assert.False(t, written, "no write of the failing superstep commits")
+	assert.Equal(t, []run.EventType{run.EventRunFailed, run.EventCheckpointCommitted}, eventTypes(h.moments[1]))
+}
+
+func TestReducersFoldWrites(t *testing.T) {
+	t.Parallel()
+	// §12 case 39.
+	appendField := map[string]any{"reducer": map[string]any{"type": "append"}}
+
+	t.Run("append accumulates single and list writes", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("append").field("log", listOf(str()), appendField).
+			nodes("one", "two").
+			edge("e1", "$start", "one", nil).edge("e2", "one", "two", nil).
+			compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"one": write("log", "one"), "two": write("log", []any{"two", "three"})})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, []any{"one", "two", "three"}, r.Channels["state:log"].Value)
+		assert.Equal(t, int64(2), r.Channels["state:log"].Version)
+	})
+
+	t.Run("same-step appends fold onto the default in node order", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("append-default").
+			field("log", listOf(str()), map[string]any{"reducer": map[string]any{"type": "append"}, "default": []any{"seed"}}).
+			nodes("a", "b").
+			edge("ea", "$start", "a", nil).edge("eb", "$start", "b", nil).
+			compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"a": write("log", "from_a"), "b": write("log", "from_b")})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, []any{"seed", "from_a", "from_b"}, r.Channels["state:log"].Value)
+	})
+
+	t.Run("an unwritten append field reads as its zero", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("append-zero").field("log", listOf(str()), appendField).
+			nodes("r").edge("e", "$start", "r", nil).compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"r": echo()})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, []any{}, h.calls[0].snapshot["log"])
+		_, written := r.Channels["state:log"]
+		assert.False(t, written, "the zero is a default, not a write")
+	})
+
+	t.Run("sum adds the writes", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("sum").field("total", integer(), map[string]any{"reducer": map[string]any{"type": "sum"}}).
+			nodes("a", "b").edge("ea", "$start", "a", nil).edge("eb", "$start", "b", nil).
+			compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"a": write("total", int64(2)), "b": write("total", int64(3))})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, int64(5), r.Channels["state:total"].Value)
+	})
+
+	t.Run("merge combines maps", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("merge").field("m", objectMap(), map[string]any{"reducer": map[string]any{"type": "merge"}}).
+			nodes("a", "b").edge("ea", "$start", "a", nil).edge("eb", "$start", "b", nil).
+			compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"a": write("m", map[string]any{"a": int64(1)}), "b": write("m", map[string]any{"b": int64(2)})})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, map[string]any{"a": int64(1), "b": int64(2)}, r.Channels["state:m"].Value)
+	})
+
+	t.Run("first_value keeps the first write", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("first").field("f", str(), map[string]any{"reducer": map[string]any{"type": "first_value"}}).
+			nodes("a", "b").edge("ea", "$start", "a", nil).edge("eb", "a", "b", nil).
+			compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"a": write("f", "first"), "b": write("f", "second")})
+		r := h.drive(h.start(nil))
+		assert.Equal(t, "first", r.Channels["state:f"].Value)
+		assert.Equal(t, int64(2), r.Channels["state:f"].Version)
+	})
+
+	t.Run("a write that fails the item schema fails the run", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("append-bad").field("log", listOf(str()), appendField).
+			nodes("w").edge("e", "$start", "w", nil).compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"w": write("log", int64(42))})
+		r := h.drive(h.start(nil))
+		require.Equal(t, run.StatusFailed, r.Status)
+		_, written := r.Channels["state:log"]
+		assert.False(t, written)
+		assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["w"], `wrote invalid value to "log"`)
+	})
+}

@@ -1,0 +1,39 @@
+package superstep
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// complete ends a quiescent run (spec 7.10): every declared output takes the
+// committed value of its source channel, or null when it was never written
+// (defaults and reducer zeros are not outputs).
+func complete(g *graph.Compiled, r *run.Run, now time.Time) *run.Moment {
+	outputs := g.Outputs
+	if !slices.IsSortedFunc(outputs, func(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) }) {
+		outputs = slices.Clone(outputs)
+		slices.SortFunc(outputs, func(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) })
+	}
+	out := make(map[string]any, len(outputs))
+	ids := make([]any, len(outputs))
+	for i, o := range outputs {
+		var v any
+		if c, ok := r.Channels[o.SourceChannel]; ok {
+			v = c.Value
+		}
+		out[o.ID] = v
+		ids[i] = o.ID
+	}
+	next := *r
+	next.Status = run.StatusDone
+	next.Output = out
+	next.FinishedAt = now
+	next.UpdatedAt = now
+	events := []run.Event{{Type: run.EventRunCompleted, Step: r.Step, Payload: map[string]any{"outputs": ids}}}
+	return run.Propose(r, &next, events, run.CheckpointRunCompleted,
+		run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunCompleted}, now)
+}

@@ -1,0 +1,137 @@
+package superstep
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"weak"
+
+	"github.com/docketgo/docket/domain/graph"
+)
+
+// index holds lookups derived from one compiled graph. A compiled graph is
+// never mutated after Compile, so the index is built once, on first use,
+// and dropped when the graph is garbage collected. It must not point back at
+// the *graph.Compiled itself, or the graph could never be collected.
+type index struct {
+	// slots lists every input and state field, sorted by public ID: the keys
+	// of the public state view.
+	slots []slot
+	// fields and inputs map public IDs to their slot.
+	fields map[string]*slot
+	inputs map[string]*slot
+	// subscribers maps an edge channel to the nodes it activates.
+	subscribers map[string][]string
+	// edgeChannels maps edge channel IDs to their edge.
+	edgeChannels map[string]*graph.RuntimeEdge
+	// boxed holds node IDs, edge IDs and edge targets already converted to
+	// any, so event payloads do not allocate them again.
+	boxed map[string]any
+	// policies holds each node's resolved policy (or why it is invalid).
+	policies map[string]resolvedPolicy
+}
+
+type resolvedPolicy struct {
+	policy graph.NodePolicy
+	err    error
+}
+
+// slot is one input or state channel seen through its public ID.
+type slot struct {
+	publicID  string
+	channelID string
+	input     bool
+	channel   *graph.Channel
+}
+
+var indexes sync.Map // weak.Pointer[graph.Compiled] -> *index
+
+func indexOf(g *graph.Compiled) *index {
+	key := weak.Make(g)
+	if v, ok := indexes.Load(key); ok {
+		return v.(*index)
+	}
+	idx := buildIndex(g)
+	actual, loaded := indexes.LoadOrStore(key, idx)
+	if !loaded {
+		runtime.AddCleanup(g, func(k weak.Pointer[graph.Compiled]) { indexes.Delete(k) }, key)
+	}
+	return actual.(*index)
+}
+
+func buildIndex(g *graph.Compiled) *index {
+	idx := &index{
+		slots:        make([]slot, 0, len(g.InputIDs)+len(g.FieldIDs)),
+		fields:       make(map[string]*slot, len(g.FieldIDs)),
+		inputs:       make(map[string]*slot, len(g.InputIDs)),
+		subscribers:  make(map[string][]string),
+		edgeChannels: make(map[string]*graph.RuntimeEdge, len(g.Edges)),
+		boxed:        make(map[string]any, len(g.Nodes)+len(g.Edges)+1),
+		policies:     make(map[string]resolvedPolicy, len(g.Nodes)),
+	}
+	for _, id := range g.InputIDs {
+		cid := graph.InputPrefix + id
+		if ch := g.Channels[cid]; ch != nil {
+			idx.slots = append(idx.slots, slot{publicID: id, channelID: cid, input: true, channel: ch})
+		}
+	}
+	for _, id := range g.FieldIDs {
+		cid := graph.StatePrefix + id
+		if ch := g.Channels[cid]; ch != nil {
+			idx.slots = append(idx.slots, slot{publicID: id, channelID: cid, channel: ch})
+		}
+	}
+	slices.SortFunc(idx.slots, func(a, b slot) int {
+		switch {
+		case a.publicID < b.publicID:
+			return -1
+		case a.publicID > b.publicID:
+			return 1
+		}
+		return 0
+	})
+	for i := range idx.slots {
+		s := &idx.slots[i]
+		if s.input {
+			idx.inputs[s.publicID] = s
+		} else {
+			idx.fields[s.publicID] = s
+		}
+	}
+	for _, id := range g.NodeIDs {
+		n := g.Nodes[id]
+		if n == nil {
+			continue
+		}
+		for _, ch := range n.Subscribe {
+			idx.subscribers[ch] = append(idx.subscribers[ch], id)
+		}
+		idx.boxed[id] = id
+		pol, err := graph.ResolvePolicies(n.Policies)
+		idx.policies[id] = resolvedPolicy{pol, err}
+	}
+	for id, e := range g.Edges {
+		idx.edgeChannels[e.ChannelID] = e
+		idx.boxed[id] = id
+		idx.boxed[e.To] = e.To
+	}
+	return idx
+}
+
+// box returns s as an interface value, reusing the index's copy when s is a
+// graph ID.
+func (idx *index) box(s string) any {
+	if v, ok := idx.boxed[s]; ok {
+		return v
+	}
+	return s
+}
+
+// policy resolves a node's policies. The compiled graph is immutable, so
+// the answer is computed once per graph.
+func (idx *index) policy(g *graph.Compiled, nodeID string) (graph.NodePolicy, error) {
+	if p, ok := idx.policies[nodeID]; ok {
+		return p.policy, p.err
+	}
+	return graph.ResolvePolicies(g.Nodes[nodeID].Policies)
+}

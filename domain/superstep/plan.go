@@ -1,0 +1,227 @@
+package superstep
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// Advance plans the next step of a committed run (spec 7.2): resume a parked
+// superstep, execute the next one, complete, fail on the superstep limit or
+// a bad policy, wait on open interrupts, or report a terminal run.
+func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
+	switch r.Status {
+	case run.StatusRunning, run.StatusWaiting:
+	case run.StatusCreated:
+		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: fmt.Sprintf("run %q must be initialized before planning", r.ID)}
+	default:
+		if r.Status.Terminal() {
+			return Step{Kind: Terminal}, nil
+		}
+		return Step{}, unknownStatus(r)
+	}
+	if err := checkGraph(g, r); err != nil {
+		return Step{}, err
+	}
+	idx := indexOf(g)
+	now := utc(env.Now)
+	if len(r.ActiveTasks) > 0 {
+		return resumeSuperstep(g, idx, r, env, now)
+	}
+
+	candidates, open := planCandidates(g, idx, r)
+	switch {
+	case len(candidates) == 0 && len(open) == 0:
+		return Step{Kind: Commit, Moment: complete(g, r, now)}, nil
+	case len(candidates) == 0:
+		return Step{Kind: Wait, InterruptIDs: open}, nil
+	case g.MaxSupersteps > 0 && r.Step >= g.MaxSupersteps:
+		limit := g.MaxSupersteps
+		m := planFailure(r, FailureMaxSuperstepsExceeded,
+			"run exceeded the superstep limit of "+strconv.Itoa(limit), "",
+			map[string]any{"limit": int64(limit)}, now)
+		return Step{Kind: Commit, Moment: m}, nil
+	}
+
+	values, versions := idx.stateView(r.Channels)
+	hash := run.InputHash(values)
+	if hash == "" {
+		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable"}
+	}
+	acts := make([]Activation, len(candidates))
+	for i, id := range candidates {
+		node := g.Nodes[id]
+		pol, err := idx.policy(g, id)
+		if err != nil {
+			return Step{Kind: Commit, Moment: policyFailure(r, id, err, now)}, nil
+		}
+		taskID := run.TaskID(r.ID, r.Step, id)
+		acts[i] = Activation{
+			TaskID:         taskID,
+			NodeID:         id,
+			Step:           r.Step,
+			Attempt:        1,
+			InputHash:      hash,
+			IdempotencyKey: run.IdempotencyKey(taskID, 1),
+			Snapshot:       values,
+			SourceVersions: versions,
+			Implementation: node.Implementation,
+			Config:         node.Config,
+			Policy:         pol,
+		}
+	}
+	return Step{Kind: Execute, Activations: acts}, nil
+}
+
+// planCandidates returns the sorted nodes the next superstep activates and
+// the sorted open interrupt IDs. A candidate is a node without an open
+// interrupt that is pending (interrupted earlier) or subscribes to a channel
+// the last transition changed; only edge channels are subscribed, so a state
+// change alone never activates a node.
+func planCandidates(g *graph.Compiled, idx *index, r *run.Run) (candidates, open []string) {
+	open, interrupted := openInterrupts(r)
+	candidates = appendCandidates(nil, g, idx, r, interrupted, false)
+	if len(candidates) > 1 {
+		slices.Sort(candidates)
+		candidates = slices.Compact(candidates)
+	}
+	return candidates, open
+}
+
+// openInterrupts returns the sorted open interrupt IDs and their nodes.
+func openInterrupts(r *run.Run) (open, interrupted []string) {
+	for id, in := range r.Interrupts {
+		if in.Status == run.InterruptOpen {
+			open = append(open, id)
+			interrupted = append(interrupted, in.NodeID)
+		}
+	}
+	slices.Sort(open)
+	return open, interrupted
+}
+
+// appendCandidates appends the (unsorted, possibly repeated) candidates of
+// r to dst; with first it stops at the first one.
+func appendCandidates(dst []string, g *graph.Compiled, idx *index, r *run.Run, interrupted []string, first bool) []string {
+	for _, n := range r.PendingNodes {
+		if g.Nodes[n] != nil && !slices.Contains(interrupted, n) {
+			dst = append(dst, n)
+			if first {
+				return dst
+			}
+		}
+	}
+	for _, ch := range r.ChangedChannels {
+		for _, n := range idx.subscribers[ch] {
+			if !slices.Contains(interrupted, n) {
+				dst = append(dst, n)
+				if first {
+					return dst
+				}
+			}
+		}
+	}
+	return dst
+}
+
+// resumeSuperstep continues a parked superstep (spec 7.8): only attempts
+// whose retry timer is due run, with their stored identity and snapshot.
+func resumeSuperstep(g *graph.Compiled, idx *index, r *run.Run, env Env, now time.Time) (Step, error) {
+	due := now
+	if floor := utc(env.ResumeFloor); floor.After(due) {
+		due = floor
+	}
+	var earliest time.Time
+	anyDue := false
+	for id := range r.ActiveTasks {
+		t, ok := r.Timers[id]
+		if !ok || !t.FiresAt.After(due) {
+			anyDue = true
+			break
+		}
+		if earliest.IsZero() || t.FiresAt.Before(earliest) {
+			earliest = t.FiresAt
+		}
+	}
+	if !anyDue {
+		return Step{Kind: Park, ResumeAt: earliest, Wait: max(0, earliest.Sub(due))}, nil
+	}
+
+	tasks := make([]*run.TaskState, 0, len(r.ActiveTasks))
+	for id := range r.ActiveTasks {
+		t := r.ActiveTasks[id]
+		tasks = append(tasks, &t)
+	}
+	slices.SortFunc(tasks, func(a, b *run.TaskState) int {
+		if c := strings.Compare(a.NodeID, b.NodeID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TaskID, b.TaskID)
+	})
+	acts := make([]Activation, 0, len(tasks))
+	for _, t := range tasks {
+		node := g.Nodes[t.NodeID]
+		if node == nil {
+			m := planFailure(r, CodeInvalidRun,
+				fmt.Sprintf("active task %q references unknown node %q", t.TaskID, t.NodeID), t.NodeID, nil, now)
+			return Step{Kind: Commit, Moment: m}, nil
+		}
+		pol, err := idx.policy(g, t.NodeID)
+		if err != nil {
+			return Step{Kind: Commit, Moment: policyFailure(r, t.NodeID, err, now)}, nil
+		}
+		if timer, ok := r.Timers[t.TaskID]; ok && timer.FiresAt.After(due) {
+			continue
+		}
+		acts = append(acts, Activation{
+			TaskID:         t.TaskID,
+			NodeID:         t.NodeID,
+			Step:           t.Step,
+			Attempt:        t.Attempt,
+			InputHash:      t.InputHash,
+			IdempotencyKey: run.IdempotencyKey(t.TaskID, t.Attempt),
+			Snapshot:       t.Snapshot,
+			SourceVersions: t.SourceVersions,
+			Implementation: node.Implementation,
+			Config:         node.Config,
+			Policy:         pol,
+		})
+	}
+	return Step{Kind: Execute, Activations: acts}, nil
+}
+
+func policyFailure(r *run.Run, nodeID string, err error, now time.Time) *run.Moment {
+	msg := err.Error()
+	if pe, ok := err.(*graph.PolicyError); ok && len(pe.Reasons) > 0 {
+		msg = strings.Join(pe.Reasons, "; ")
+	}
+	return planFailure(r, FailureInvalidPolicy, msg, nodeID, nil, now)
+}
+
+func checkGraph(g *graph.Compiled, r *run.Run) error {
+	if g == nil {
+		return &Error{Code: CodeGraphMismatch, Message: fmt.Sprintf("run %q needs its compiled graph", r.ID)}
+	}
+	if r.GraphID != g.GraphID || r.GraphHash != g.Hash {
+		return &Error{
+			Code:    CodeGraphMismatch,
+			Message: fmt.Sprintf("run %q does not match the supplied graph", r.ID),
+			Details: map[string]any{
+				"run_graph_id":   r.GraphID,
+				"run_graph_hash": r.GraphHash,
+				"graph_id":       g.GraphID,
+				"graph_hash":     g.Hash,
+			},
+		}
+	}
+	return nil
+}
+
+func unknownStatus(r *run.Run) error {
+	return &Error{Code: CodeInvalidRun, Message: fmt.Sprintf("run %q has unknown status %q", r.ID, r.Status)}
+}

@@ -1,0 +1,151 @@
+package superstep_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+)
+
+func TestPlanningIsDeterministic(t *testing.T) {
+	t.Parallel()
+	g := msGraph(t)
+	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+
+	first, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	second, err := superstep.Advance(g, r.Clone(), superstep.Env{Now: t0.Add(1e9)})
+	require.NoError(t, err)
+	require.Equal(t, superstep.Execute, first.Kind)
+	assert.Equal(t, first, second, "identity comes from committed state only")
+
+	require.Len(t, first.Activations, 2)
+	left, right := first.Activations[0], first.Activations[1]
+	assert.Equal(t, "left", left.NodeID)
+	assert.Equal(t, "run_1:1:left", left.TaskID)
+	assert.Equal(t, "run_1:1:left:1", left.IdempotencyKey)
+	assert.Equal(t, 1, left.Step)
+	assert.Equal(t, 1, left.Attempt)
+	assert.Equal(t, "test.node", left.Implementation)
+	assert.Equal(t, graph.NodePolicy{MaxAttempts: 1}, left.Policy)
+	assert.Equal(t, left.InputHash, right.InputHash, "one snapshot hash per superstep")
+	assert.Equal(t, run.InputHash(left.Snapshot), left.InputHash)
+	assert.Len(t, left.InputHash, 64)
+}
+
+func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
+	t.Parallel()
+	g := newDoc("view").
+		input("name", str(), nil).
+		input("mode", str(), map[string]any{"default": "fast"}).
+		field("x", str(), nil).
+		field("n", integer(), map[string]any{"default": int64(3)}).
+		nodes("r").
+		edge("e", "$start", "r", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"r": echo()})
+	r := h.start(map[string]any{"name": "ada"})
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 1)
+	a := step.Activations[0]
+	assert.Equal(t, map[string]any{"name": "ada", "mode": "fast", "n": int64(3)}, a.Snapshot)
+	assert.Equal(t, map[string]int64{"name": 1, "mode": 0, "x": 0, "n": 0}, a.SourceVersions)
+}
+
+func TestAdvanceOutsideTheActiveLifecycle(t *testing.T) {
+	t.Parallel()
+	g := mlGraph(t)
+	h := newHarness(t, g, mlNodes())
+	r := h.start(map[string]any{"value": "v"})
+
+	created := *r
+	created.Status = run.StatusCreated
+	_, err := superstep.Advance(g, &created, h.env())
+	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+
+	for _, status := range []run.Status{run.StatusDone, run.StatusFailed, run.StatusCancelled} {
+		terminal := *r
+		terminal.Status = status
+		step, err := superstep.Advance(g, &terminal, h.env())
+		require.NoError(t, err)
+		assert.Equal(t, superstep.Step{Kind: superstep.Terminal}, step)
+	}
+
+	other := seGraph(t)
+	_, err = superstep.Advance(other, r, h.env())
+	assert.ErrorIs(t, err, superstep.ErrGraphMismatch)
+}
+
+func TestEdgeIntoAnInterruptedNodeIsConsumed(t *testing.T) {
+	t.Parallel()
+	// §7.2 consequence: the edge fires while gate's interrupt is open, gate
+	// does not run then, and runs once after the resolution.
+	g := newDoc("consumed").
+		field("decision", str(), nil).
+		field("applied", str(), nil).
+		nodes("gate", "poke").
+		edge("edge_gate", "$start", "gate", nil).
+		edge("edge_poke", "$start", "poke", nil).
+		edge("edge_poke_gate", "poke", "gate", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"gate": interruptOnce("decision", "applied"), "poke": echo()})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	assert.Contains(t, r.ChangedChannels, "edge:edge_poke_gate")
+	gateRuns := func() int {
+		n := 0
+		for _, c := range h.calls {
+			if c.node == "gate" {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 1, gateRuns())
+
+	var id string
+	for id = range r.Interrupts {
+	}
+	m, err := superstep.ResolveInterrupt(g, r, id, "ok", h.env())
+	require.NoError(t, err)
+	r = h.drive(h.accept(r, m))
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, 2, gateRuns())
+	assert.Equal(t, "ok", r.Channels["state:applied"].Value)
+}
+
+func TestSettleRejectsMismatchedResults(t *testing.T) {
+	t.Parallel()
+	g := mlGraph(t)
+	h := newHarness(t, g, mlNodes())
+	r := h.start(map[string]any{"value": "v"})
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	_, err = superstep.Settle(g, r, step, nil, h.env())
+	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+	_, err = superstep.Settle(g, r, superstep.Step{Kind: superstep.Wait}, nil, h.env())
+	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+}
+
+func TestInterruptNeedsAnIDGenerator(t *testing.T) {
+	t.Parallel()
+	g := irGraph(t)
+	h := newHarness(t, g, irNodes())
+	r := h.start(nil)
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	_, err = superstep.Settle(g, r, step, h.execute(step), superstep.Env{Now: t0})
+	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+
+	same := superstep.Env{Now: t0, NewInterruptID: func() string { return "" }}
+	_, err = superstep.Settle(g, r, step, h.execute(step), same)
+	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+}

@@ -1,0 +1,59 @@
+package superstep
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/docketgo/docket/domain/graph"
+)
+
+// DefaultMaxAttemptElapsedMS is the host's maximum attempt duration when the
+// caller configures none; a node without timeout_ms runs under it.
+const DefaultMaxAttemptElapsedMS = 2000
+
+// CheckExecutionPolicy rejects a graph any of whose nodes sets an explicit
+// timeout_ms above maxAttemptElapsedMS (incompatible_execution_policy), so
+// nothing runs under a deadline the host would silently shorten. A value
+// <= 0 means DefaultMaxAttemptElapsedMS. Invalid policies are left to the
+// plan, which fails the run with invalid_policy.
+func CheckExecutionPolicy(g *graph.Compiled, maxAttemptElapsedMS int) error {
+	if maxAttemptElapsedMS <= 0 {
+		maxAttemptElapsedMS = DefaultMaxAttemptElapsedMS
+	}
+	for _, id := range g.NodeIDs {
+		node := g.Nodes[id]
+		if node == nil {
+			continue
+		}
+		pol, err := graph.ResolvePolicies(node.Policies)
+		if err != nil || pol.TimeoutMS <= maxAttemptElapsedMS {
+			continue
+		}
+		return &Error{
+			Code:   CodeIncompatibleExecutionPolicy,
+			Phase:  "execute",
+			NodeID: id,
+			Message: fmt.Sprintf("node %q sets timeout_ms %d above the host maximum of %d ms",
+				id, pol.TimeoutMS, maxAttemptElapsedMS),
+			Details: map[string]any{
+				"timeout_ms":             int64(pol.TimeoutMS),
+				"max_attempt_elapsed_ms": int64(maxAttemptElapsedMS),
+			},
+		}
+	}
+	return nil
+}
+
+// EffectiveTimeout is an attempt's deadline: the node's timeout_ms capped
+// by the host maximum, or the maximum when the node sets none. A maximum
+// <= 0 means DefaultMaxAttemptElapsedMS.
+func EffectiveTimeout(p graph.NodePolicy, maxAttemptElapsedMS int) time.Duration {
+	if maxAttemptElapsedMS <= 0 {
+		maxAttemptElapsedMS = DefaultMaxAttemptElapsedMS
+	}
+	ms := maxAttemptElapsedMS
+	if p.TimeoutMS > 0 && p.TimeoutMS < ms {
+		ms = p.TimeoutMS
+	}
+	return time.Duration(ms) * time.Millisecond
+}

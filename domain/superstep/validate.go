@@ -1,0 +1,226 @@
+package superstep
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/docketgo/docket/domain/reducer"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/value"
+)
+
+// validated is an attempt result that passed validation and waits for the
+// barrier: a state update or an interrupt request. value is what a retry
+// park stores as the pending write's Value.
+type validated struct {
+	taskID  string
+	nodeID  string
+	attempt int
+	kind    string // run.WriteUpdate or run.WriteInterrupt
+	update  map[string]any
+	intr    interruptRequest
+	value   any
+}
+
+// interruptRequest is a validated interrupt in its durable form.
+type interruptRequest struct {
+	id            string
+	resumeChannel string
+	schema        map[string]any // wire form; nil when none
+	metadata      map[string]any
+}
+
+func (v *validated) pendingWrite() run.PendingWrite {
+	return run.PendingWrite{TaskID: v.taskID, NodeID: v.nodeID, Attempt: v.attempt, Kind: v.kind, Value: v.value}
+}
+
+// keyedReason sorts reasons by the update key they concern.
+type keyedReason struct {
+	key    string
+	reason string
+}
+
+// validateUpdate checks one node's state update (spec 7.5): a map of
+// portable values whose keys are declared state fields and whose values
+// satisfy the field's write schema. The returned map is the update in
+// portable form.
+func validateUpdate(idx *index, v any) (map[string]any, []string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, []string{fmt.Sprintf("must return a state update map, got %s", describe(v))}
+	}
+	if m == nil {
+		// A node that writes nothing may return a nil map; store it as {} so
+		// the parked write reads back as a map.
+		m = map[string]any{}
+	}
+	if err := value.Check(m); err != nil {
+		n, err := value.Normalize(m)
+		if err != nil {
+			return nil, []string{"returned a non-durable update: " + err.Error()}
+		}
+		m = n.(map[string]any)
+	}
+	var problems []keyedReason
+	for k, w := range m {
+		if s := idx.fields[k]; s != nil {
+			ws := reducer.WriteSchema(s.channel.Reducer, s.channel.Schema, w)
+			if ws == nil {
+				continue
+			}
+			for _, reason := range ws.Validate(w) {
+				problems = append(problems, keyedReason{k, "wrote invalid value to " + strconv.Quote(k) + ": " + reason})
+			}
+			continue
+		}
+		if idx.inputs[k] != nil {
+			problems = append(problems, keyedReason{k, "wrote " + strconv.Quote(k) + ", which is an input and read-only"})
+			continue
+		}
+		problems = append(problems, keyedReason{k, "wrote unknown field " + strconv.Quote(k)})
+	}
+	if len(problems) == 0 {
+		return m, nil
+	}
+	slices.SortStableFunc(problems, func(a, b keyedReason) int { return strings.Compare(a.key, b.key) })
+	reasons := make([]string, len(problems))
+	for i, p := range problems {
+		reasons[i] = p.reason
+	}
+	return nil, reasons
+}
+
+// validateInterrupt checks a node's interrupt request (spec 7.5): the
+// resume channel is a declared state field, the schema (if any) is valid, a
+// supplied ID is not already used on the run, and the metadata is portable.
+func validateInterrupt(idx *index, r *run.Run, req *InterruptRequest) (interruptRequest, []string) {
+	if req == nil {
+		return interruptRequest{}, []string{"interrupt request is missing"}
+	}
+	out := interruptRequest{id: req.ID, resumeChannel: req.ResumeChannel}
+	var reasons []string
+	if idx.fields[req.ResumeChannel] == nil {
+		reasons = append(reasons, "interrupt resume_channel "+strconv.Quote(req.ResumeChannel)+" is not a declared state field")
+	}
+	if req.Schema != nil {
+		if problems := schema.Check(req.Schema); len(problems) > 0 {
+			reasons = append(reasons, "interrupt schema is invalid: "+strings.Join(problems, "; "))
+		} else {
+			out.schema = req.Schema.ToMap()
+		}
+	}
+	if req.ID != "" {
+		if _, exists := r.Interrupts[req.ID]; exists {
+			reasons = append(reasons, "interrupt id "+strconv.Quote(req.ID)+" already exists on this run")
+		}
+	}
+	out.metadata = map[string]any{}
+	if len(req.Metadata) > 0 {
+		n, err := value.Normalize(req.Metadata)
+		if err != nil {
+			reasons = append(reasons, "interrupt metadata is not portable: "+err.Error())
+		} else {
+			out.metadata = n.(map[string]any)
+		}
+	}
+	return out, reasons
+}
+
+// interruptValue is the durable pending-write form of a validated interrupt.
+func interruptValue(nodeID string, in interruptRequest) map[string]any {
+	m := map[string]any{
+		"node_id":        nodeID,
+		"resume_channel": in.resumeChannel,
+		"metadata":       in.metadata,
+	}
+	if in.id != "" {
+		m["id"] = in.id
+	}
+	if in.schema != nil {
+		m["schema"] = in.schema
+	}
+	return m
+}
+
+// decodeInterrupt reads a parked interrupt pending write back into a
+// request so it passes through the same validation as a fresh one.
+func decodeInterrupt(v any) (*InterruptRequest, []string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, []string{"interrupt pending write must be a map, got " + describe(v)}
+	}
+	req := &InterruptRequest{}
+	var reasons []string
+	for k, f := range m {
+		switch k {
+		case "node_id":
+		case "id":
+			s, ok := f.(string)
+			if !ok {
+				reasons = append(reasons, "interrupt id must be a string, got "+describe(f))
+			}
+			req.ID = s
+		case "resume_channel":
+			s, ok := f.(string)
+			if !ok {
+				reasons = append(reasons, "interrupt resume_channel must be a string, got "+describe(f))
+			}
+			req.ResumeChannel = s
+		case "schema":
+			if f == nil {
+				continue
+			}
+			sm, ok := f.(map[string]any)
+			if !ok {
+				reasons = append(reasons, "interrupt schema must be a schema map, got "+describe(f))
+				continue
+			}
+			s, err := schema.FromMap(sm)
+			if err != nil {
+				reasons = append(reasons, "interrupt schema is invalid: "+err.Error())
+				continue
+			}
+			req.Schema = s
+		case "metadata":
+			if f == nil {
+				continue
+			}
+			mm, ok := f.(map[string]any)
+			if !ok {
+				reasons = append(reasons, "interrupt metadata must be a map, got "+describe(f))
+			}
+			req.Metadata = mm
+		default:
+			reasons = append(reasons, "interrupt pending write has unknown key "+strconv.Quote(k))
+		}
+	}
+	if len(reasons) > 0 {
+		slices.Sort(reasons)
+		return nil, reasons
+	}
+	return req, nil
+}
+
+// describe names a value's portable type for error messages.
+func describe(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case int64, int:
+		return "integer"
+	case float64:
+		return "float"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "map"
+	}
+	return fmt.Sprintf("%T", v)
+}

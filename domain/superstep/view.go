@@ -1,0 +1,46 @@
+package superstep
+
+import (
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// stateView builds the public view of channels: values hold the committed
+// value, else a non-null channel default, and a key is absent when neither
+// exists (a node sees a missing key, not null); versions hold every declared
+// key, 0 when unwritten.
+func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
+	values = make(map[string]any, len(idx.slots))
+	versions = make(map[string]int64, len(idx.slots))
+	for i := range idx.slots {
+		s := &idx.slots[i]
+		if c, ok := channels[s.channelID]; ok {
+			values[s.publicID] = c.Value
+			versions[s.publicID] = c.Version
+			continue
+		}
+		versions[s.publicID] = 0
+		if s.channel.Default != nil {
+			values[s.publicID] = s.channel.Default
+		}
+	}
+	return values, versions
+}
+
+// guardView is the view guards read, with changed holding public IDs.
+func (idx *index) guardView(channels map[string]run.Channel, changed map[string]bool) graph.View {
+	values, versions := idx.stateView(channels)
+	return graph.View{Values: values, Versions: versions, Changed: changed}
+}
+
+// currentValue is what a reducer folds onto: the committed value, else the
+// channel default, else unset.
+func currentValue(channels map[string]run.Channel, s *slot) (any, bool) {
+	if c, ok := channels[s.channelID]; ok {
+		return c.Value, true
+	}
+	if s.channel.Default != nil {
+		return s.channel.Default, true
+	}
+	return nil, false
+}

@@ -1,0 +1,3 @@
+module github.com/docketgo/docket/pgtest
+
+go 1.26

@@ -1,0 +1,73 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/docketgo/docket/domain/run"
+)
+
+// EventStore reads retained events and prunes retention. Events are
+// appended only inside RunStore writes (atomically with their run) and are
+// idempotent by {run_id, seq}. Ownership is enforced through the owning
+// run: a run outside the scope has no visible events (ErrNotFound).
+type EventStore interface {
+	// ListEvents returns up to p.Limit events with seq > p.AfterSeq in seq
+	// order, with the header and page read from one snapshot. Gaps are
+	// legal (pruning, sparse history).
+	ListEvents(ctx context.Context, scope Scope, runID string, p ListEventsParams) (*EventPage, error)
+
+	// FetchEvent returns the event at seq (> 0); ErrNotFound when the run
+	// is not visible or the event is absent or pruned.
+	FetchEvent(ctx context.Context, scope Scope, runID string, seq int64) (*run.Event, error)
+
+	// FetchLatestEvent returns the retained event with the highest seq, or
+	// (nil, nil) when the visible run has none retained. ErrNotFound when
+	// the run is not visible.
+	FetchLatestEvent(ctx context.Context, scope Scope, runID string) (*run.Event, error)
+
+	// PruneEvents deletes up to p.BatchSize events inserted strictly
+	// before p.Before, oldest first, and reports how many it deleted.
+	PruneEvents(ctx context.Context, p PruneParams) (int, error)
+
+	// PruneRuns deletes up to p.BatchSize terminal runs whose UpdatedAt is
+	// strictly before p.Before, oldest first, with their events.
+	PruneRuns(ctx context.Context, p PruneParams) (PruneRunsResult, error)
+}
+
+// ListEventsParams pages ListEvents. AfterSeq >= 0; Limit in
+// 1..MaxPageLimit.
+type ListEventsParams struct {
+	AfterSeq int64
+	Limit    int
+}
+
+// EventPage is one page of ListEvents.
+type EventPage struct {
+	Events []run.Event
+	// NextAfterSeq is the last returned seq, or the AfterSeq given when
+	// the page is empty.
+	NextAfterSeq int64
+	// HasMore: a retained event exists after NextAfterSeq.
+	HasMore bool
+	// OldestAvailableSeq and LatestAvailableSeq bound the retained events;
+	// nil when none are retained.
+	OldestAvailableSeq *int64
+	LatestAvailableSeq *int64
+	// LatestSeq is the run's committed event counter (run.EventSeq); it
+	// survives pruning, so LatestSeq > 0 with LatestAvailableSeq nil means
+	// the history was fully pruned.
+	LatestSeq int64
+}
+
+// PruneParams bounds one prune batch.
+type PruneParams struct {
+	Before    time.Time // strict cutoff: rows exactly at it survive
+	BatchSize int       // >= 1
+}
+
+// PruneRunsResult counts what PruneRuns deleted.
+type PruneRunsResult struct {
+	Runs          int
+	CascadeEvents int
+}

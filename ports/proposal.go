@@ -1,0 +1,110 @@
+package ports
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/docketgo/docket/domain/run"
+)
+
+// This file holds the proposal checks every adapter runs before touching
+// storage, so the rules live in one place.
+
+var knownCheckpointTypes = []run.CheckpointType{
+	run.CheckpointRunInitialized, run.CheckpointStepCommitted, run.CheckpointRetryScheduled,
+	run.CheckpointInterruptRequested, run.CheckpointInterruptResolved, run.CheckpointRunCompleted,
+	run.CheckpointRunFailed, run.CheckpointRunCancelled,
+}
+
+var knownEventTypes = []run.EventType{
+	run.EventRunInitialized, run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled,
+	run.EventCheckpointCommitted, run.EventNodeCompleted, run.EventNodeFailed,
+	run.EventChannelUpdated, run.EventEdgeTriggered, run.EventInterruptRequested,
+	run.EventInterruptResolved,
+}
+
+// KnownStatus reports whether s is one of the five durable statuses.
+func KnownStatus(s run.Status) bool {
+	switch s {
+	case run.StatusRunning, run.StatusWaiting, run.StatusDone, run.StatusFailed, run.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// ValidateMoment checks a proposal without storage access: a run with its
+// identity, a durable status, CheckpointSeq >= 1, a known checkpoint type,
+// a durable run shape (run.Validate) and valid events. Failures are
+// *InvalidCommitError, or *EventConflictError for two different events at
+// one seq. It does not check the schedule (see ScheduleOf).
+func ValidateMoment(m *run.Moment) error {
+	if m == nil || m.Run == nil {
+		return &InvalidCommitError{Reason: "moment has no run"}
+	}
+	r := m.Run
+	fail := func(format string, args ...any) error {
+		return &InvalidCommitError{RunID: r.ID, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case r.ID == "":
+		return fail("run id is empty")
+	case r.GraphID == "" || r.GraphHash == "":
+		return fail("graph binding is empty")
+	case !KnownStatus(r.Status):
+		return fail("status %q is not durable", r.Status)
+	case r.CheckpointSeq < 1:
+		return fail("checkpoint_seq %d is below 1", r.CheckpointSeq)
+	case !slices.Contains(knownCheckpointTypes, m.CheckpointType):
+		return fail("unknown checkpoint type %q", m.CheckpointType)
+	}
+	if err := r.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	_, err := NormalizeEvents(r.ID, m.Events)
+	return err
+}
+
+// NormalizeEvents validates events for run runID and returns them in seq
+// order with identical duplicates collapsed and timestamps normalized to
+// UTC µs. Each event needs RunID == runID, Seq >= 1, a timestamp, a known
+// type and Step >= 0 (else *InvalidCommitError); two different events at
+// one seq are an *EventConflictError. The input is not modified.
+func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
+	out := make([]run.Event, 0, len(events))
+	for _, e := range events {
+		switch {
+		case e.RunID != runID:
+			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d belongs to another run", e.Seq)}
+		case e.Seq < 1:
+			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event seq %d is below 1", e.Seq)}
+		case e.Timestamp.IsZero():
+			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has no timestamp", e.Seq)}
+		case !slices.Contains(knownEventTypes, e.Type):
+			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has unknown type %q", e.Seq, e.Type)}
+		case e.Step < 0:
+			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
+		}
+		e.Timestamp = Micros(e.Timestamp)
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b run.Event) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	deduped := out[:0]
+	for _, e := range out {
+		if n := len(deduped); n > 0 && deduped[n-1].Seq == e.Seq {
+			if !deduped[n-1].Equal(e) {
+				return nil, &EventConflictError{RunID: runID, Seq: e.Seq}
+			}
+			continue
+		}
+		deduped = append(deduped, e)
+	}
+	return deduped, nil
+}
