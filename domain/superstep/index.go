@@ -22,8 +22,6 @@ type index struct {
 	inputs map[string]*slot
 	// subscribers maps an edge channel to the nodes it activates.
 	subscribers map[string][]string
-	// edgeChannels maps edge channel IDs to their edge.
-	edgeChannels map[string]*graph.RuntimeEdge
 	// boxed holds node IDs, edge IDs and edge targets already converted to
 	// any, so event payloads do not allocate them again.
 	boxed map[string]any
@@ -61,13 +59,12 @@ func indexOf(g *graph.Compiled) *index {
 
 func buildIndex(g *graph.Compiled) *index {
 	idx := &index{
-		slots:        make([]slot, 0, len(g.InputIDs)+len(g.FieldIDs)),
-		fields:       make(map[string]*slot, len(g.FieldIDs)),
-		inputs:       make(map[string]*slot, len(g.InputIDs)),
-		subscribers:  make(map[string][]string),
-		edgeChannels: make(map[string]*graph.RuntimeEdge, len(g.Edges)),
-		boxed:        make(map[string]any, len(g.Nodes)+len(g.Edges)+1),
-		policies:     make(map[string]resolvedPolicy, len(g.Nodes)),
+		slots:       make([]slot, 0, len(g.InputIDs)+len(g.FieldIDs)),
+		fields:      make(map[string]*slot, len(g.FieldIDs)),
+		inputs:      make(map[string]*slot, len(g.InputIDs)),
+		subscribers: make(map[string][]string),
+		boxed:       make(map[string]any, len(g.Nodes)+len(g.Edges)+1),
+		policies:    make(map[string]resolvedPolicy, len(g.Nodes)),
 	}
 	for _, id := range g.InputIDs {
 		cid := graph.InputPrefix + id
@@ -111,7 +108,6 @@ func buildIndex(g *graph.Compiled) *index {
 		idx.policies[id] = resolvedPolicy{pol, err}
 	}
 	for id, e := range g.Edges {
-		idx.edgeChannels[e.ChannelID] = e
 		idx.boxed[id] = id
 		idx.boxed[e.To] = e.To
 	}
