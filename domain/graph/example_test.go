@@ -1,0 +1,40 @@
+package graph_test
+
+import (
+	"fmt"
+
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/reducer"
+	"github.com/docketgo/docket/domain/schema"
+)
+
+// Example_builder mirrors docs/graph.md; keep the two in step.
+func Example_builder() {
+	g, err := graph.New("review-loop").
+		Input("topic", schema.String().WithConstraint("min_length", 1), graph.Required()).
+		State("draft", schema.String()).
+		State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, map[string]any{"max_length": 50})).
+		State("review", schema.Object(map[string]*schema.Schema{"status": schema.Enum("approved", "rejected")}).AsOpen()).
+		Node("writer", "app.writer", graph.Timeout(1500), graph.Retry(3, 200)).
+		Node("reviewer", "app.reviewer").
+		Edge("edge_start", graph.Start, "writer").
+		Edge("edge_review", "writer", "reviewer").
+		Edge("edge_ok", "reviewer", graph.Finish, graph.When(graph.Equals(graph.Path("review", "status"), "approved"))).
+		Output("final_draft", "draft").
+		MaxSupersteps(20).
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	_, err = graph.Compile(g, nil, graph.Options{})
+	fmt.Println(err != nil)
+	for _, d := range graph.Verify(g, nil, graph.Options{}) {
+		if d.Severity == graph.SeverityError {
+			fmt.Println(d.Code, graph.FormatPath(d.Path))
+		}
+	}
+	// Output:
+	// true
+	// invalid_node_implementation /nodes/reviewer/implementation
+	// invalid_node_implementation /nodes/writer/implementation
+}
