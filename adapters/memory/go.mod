@@ -3,10 +3,12 @@ module github.com/docketgo/docket/adapters/memory
 go 1.26
 
 require (
+	github.com/docketgo/docket/conformance v0.0.0
 	github.com/docketgo/docket/domain v0.0.0
 	github.com/docketgo/docket/ports v0.0.0
 	github.com/google/uuid v1.6.0
 	github.com/stretchr/testify v1.11.1
+	pgregory.net/rapid v1.3.0
 )
 
 require (
@@ -16,6 +18,7 @@ require (
 )
 
 replace (
+	github.com/docketgo/docket/conformance => ../../conformance
 	github.com/docketgo/docket/domain => ../../domain
 	github.com/docketgo/docket/ports => ../../ports
 )
