@@ -449,8 +449,10 @@ func checkFairIdleScopes(h *harness) {
 		h.insert(ports.Tenant(h.id(fmt.Sprintf("idle-%d", i))), runOpts{wakeAt: at(time.Hour)})
 	}
 	due := h.insert(ports.Tenant(h.id("busy")))
+	req := readyOnly(t0)
+	req.MaxClaimAttempts = 100 // released claims keep their attempts
 	for range 10 {
-		lease := h.claimOneWith(readyOnly(t0), due.ID)
+		lease := h.claimOneWith(req, due.ID)
 		h.release(due.ID, lease.Token, t0)
 	}
 }

@@ -89,7 +89,6 @@ func checkInsertShapes(h *harness) {
 	type shape struct {
 		name   string
 		mutate func(m *run.Moment) *run.Moment
-		wake   time.Time
 	}
 	shapes := []shape{
 		{name: "status waiting", mutate: func(m *run.Moment) *run.Moment { m.Run.Status = run.StatusWaiting; return m }},
@@ -167,6 +166,6 @@ func checkInsertWake(h *harness) {
 	future := h.insert(ports.Tenantless(), runOpts{wakeAt: at(time.Minute)})
 	h.claimOne(t0, due.ID)
 	h.claimNothing(request(t0), "ClaimDue(t0) with only a future run left")
-	h.claimNothing(request(at(time.Minute-time.Microsecond)), "ClaimDue one µs before the future wake")
-	h.claimOne(at(time.Minute), future.ID)
+	h.claimNothing(readyOnly(at(time.Minute-time.Microsecond)), "ClaimDue one µs before the future wake")
+	h.claimOneWith(readyOnly(at(time.Minute)), future.ID)
 }

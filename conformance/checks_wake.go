@@ -192,9 +192,7 @@ func checkWakeSilent(h *harness) {
 	current := h.fetch(ports.System(), r3.ID)
 	h.mustCommit(ports.Tenantless(), h.waitingMoment(current), lease.Token)
 	l.expectQuiet("an external park")
-	current = h.fetch(ports.System(), r3.ID)
 	h.must(errOf(h.b.MutateRun(h.ctx, ports.Tenantless(), r3.ID, cancelMutation(h))), "cancel signal")
-	_ = current
 	l.expectQuiet("a terminal signal")
 
 	r4 := h.insert(ports.Tenantless(), runOpts{wakeAt: future})

@@ -121,11 +121,13 @@ func (h *harness) insertClaimed() (*run.Run, ports.Lease) {
 }
 
 // moment proposes the next transition of r by hand (run.Propose): status
-// unchanged, run metadata and one channel_updated event carrying variant,
-// so concurrent proposals differ in both document and events.
+// unchanged, run metadata and one channel_updated event carrying variant.
+// Each moment is stamped a distinct microsecond after the store clock, so
+// two proposals never share an event (the checkpoint fact included) and a
+// stored event always identifies the proposal that wrote it.
 func (h *harness) moment(r *run.Run, variant string, d run.Disposition) *run.Moment {
 	next := r.Clone()
-	now := h.clock.Now()
+	now := h.clock.Now().Add(time.Duration(h.counter.Add(1)) * time.Microsecond)
 	next.UpdatedAt = now
 	next.Metadata = map[string]any{"conformance_variant": variant}
 	ctype := run.CheckpointStepCommitted

@@ -19,10 +19,12 @@ import (
 	"github.com/docketgo/docket/ports"
 )
 
-// t0 is the suite's reference time. Checks express every time relative to
-// it and set the store clock explicitly, so results never depend on the
-// wall clock.
-var t0 = time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC)
+// ReferenceTime is the suite's t0. Checks express every time relative to
+// it and set the store clock explicitly (starting each check at t0), so
+// results never depend on the wall clock.
+var ReferenceTime = time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC)
+
+var t0 = ReferenceTime
 
 // Default claim parameters of the spec's claim(t) notation (§20).
 const (

@@ -9,9 +9,11 @@ import (
 )
 
 // RunStandalone runs the whole suite outside go test (the CLI's `docket
-// conformance` uses it) and returns the report. Invariants run one after
-// another; ctx bounds every storage call and cancels the remaining checks.
-// A failed or skipped check never panics or exits the process.
+// conformance` uses it) and returns the report with every failure and skip
+// message. As under go test, the invariants of one area run concurrently
+// unless Features.Sequential is set. ctx bounds every storage call (checks
+// see it as T.Context). A failed, skipped or panicking check never exits
+// the process.
 func RunStandalone(ctx context.Context, features Features, factory Factory) *Report {
 	root := newRecordingT(ctx, "conformance", nil)
 	var report *Report
@@ -36,12 +38,20 @@ type recordingT struct {
 	skipped  bool
 	messages []string
 	cleanups []func()
+
+	parallel     chan struct{} // closed by Parallel
+	parallelOnce sync.Once
+	children     sync.WaitGroup // subtests still running
 }
 
 func newRecordingT(ctx context.Context, name string, parent *recordingT) *recordingT {
 	ctx, cancel := context.WithCancel(ctx)
-	return &recordingT{ctx: ctx, cancel: cancel, name: name, parent: parent}
+	return &recordingT{ctx: ctx, cancel: cancel, name: name, parent: parent, parallel: make(chan struct{})}
 }
+
+// Parallel lets the parent's Run return while this subtest keeps running;
+// the parent waits for it before finishing, as package testing does.
+func (t *recordingT) Parallel() { t.parallelOnce.Do(func() { close(t.parallel) }) }
 
 func (t *recordingT) Helper()                  {}
 func (t *recordingT) Name() string             { return t.name }
@@ -104,18 +114,33 @@ func (t *recordingT) Messages() []string {
 }
 
 // Run runs f as a named subtest on a fresh goroutine and waits for it,
-// including its cleanups. A panic inside f is recorded as a failure.
+// including its subtests and cleanups, unless it calls Parallel. A panic
+// inside f is recorded as a failure.
 func (t *recordingT) Run(name string, f func(T)) bool {
 	sub := newRecordingT(t.ctx, t.name+"/"+strings.ReplaceAll(name, " ", "_"), t)
-	sub.runIsolated(func() { f(sub) })
-	return !sub.Failed()
+	done := make(chan struct{})
+	t.children.Add(1)
+	go func() {
+		defer t.children.Done()
+		defer close(done)
+		sub.runIsolated(func() { f(sub) })
+	}()
+	select {
+	case <-done:
+		return !sub.Failed()
+	case <-sub.parallel:
+		return true
+	}
 }
 
+// runIsolated runs f on its own goroutine (so Goexit ends only f), then
+// waits for f's subtests and runs the cleanups.
 func (t *recordingT) runIsolated(f func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer t.runCleanups()
+		defer t.children.Wait()
 		defer func() {
 			if r := recover(); r != nil {
 				buf := make([]byte, 8<<10)

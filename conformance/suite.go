@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -249,6 +250,10 @@ type messager interface{ Messages() []string }
 func runInvariant(t T, inv Invariant, features Features, factory Factory, report *Report) {
 	started := time.Now()
 	defer func() {
+		// A panicking check or factory fails its invariant only.
+		if r := recover(); r != nil {
+			t.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
 		status := StatusPass
 		switch {
 		case t.Failed():
