@@ -8,6 +8,8 @@ require (
 	github.com/docketgo/docket/ports v0.0.0
 )
 
+require github.com/google/uuid v1.6.0 // indirect
+
 replace (
 	github.com/docketgo/docket/adapters/memory => ../adapters/memory
 	github.com/docketgo/docket/domain => ../domain

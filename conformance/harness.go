@@ -341,7 +341,7 @@ func (h *harness) abandon(runID string, token ports.ClaimToken, p claim.AbandonP
 // max 1 (attempt 1), releases, and claims again (poison outcome).
 func (h *harness) poison(runID string, now time.Time) {
 	h.Helper()
-	r := request(now)
+	r := readyOnly(now)
 	r.MaxClaimAttempts = 1
 	lease := h.claimOneWith(r, runID)
 	h.release(runID, lease.Token, now)

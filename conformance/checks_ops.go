@@ -1,0 +1,464 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/ports"
+)
+
+// ---- REDACT ---------------------------------------------------------------
+
+func checkTokenNotInInspection(h *harness) {
+	r, first := h.insertClaimed()
+	tokens := []ports.ClaimToken{first.Token}
+	look := func(what string) {
+		h.Helper()
+		info := h.inspect(r.ID)
+		h.noToken(info, tokens, "InspectRun %s", what)
+		h.noToken(*info, tokens, "RunInfo value %s", what)
+		h.noToken(h.fetch(ports.System(), r.ID), tokens, "FetchRun %s", what)
+		for _, scope := range []ports.Scope{ports.System(), ports.Tenantless()} {
+			page, err := h.b.ListEvents(h.ctx, scope, r.ID, ports.ListEventsParams{Limit: 100})
+			if h.expect(err == nil, "ListEvents: %v", err) {
+				h.noToken(page, tokens, "ListEvents %s", what)
+			}
+		}
+	}
+	look("while claimed")
+	h.mustCommit(ports.Tenantless(), continueMoment(h, r, "retained"), first.Token)
+	look("after a retained commit")
+	thief := h.claimOne(at(2*time.Second), r.ID)
+	tokens = append(tokens, thief.Token)
+	look("after a steal")
+}
+
+func checkTokenNotInSummaries(h *harness) {
+	var tokens []ports.ClaimToken
+	for range 3 {
+		r := h.insert(ports.Tenantless())
+		tokens = append(tokens, h.claimOne(t0, r.ID).Token)
+	}
+	for _, scope := range []ports.Scope{ports.System(), ports.Tenantless()} {
+		page, err := h.b.ListRuns(h.ctx, scope, ports.ListRunsParams{Limit: 10})
+		h.must(err, "ListRuns(%s)", scope)
+		eq(h, len(page.Runs), 3, "runs listed")
+		h.noToken(page, tokens, "ListRuns(%s) page", scope)
+		for _, s := range page.Runs {
+			h.noToken(s, tokens, "summary of %s", s.RunID)
+		}
+	}
+}
+
+func checkTokenNotInErrors(h *harness) {
+	r, old := h.insertClaimed()
+	thief := h.claimOne(at(2*time.Second), r.ID)
+	tokens := []ports.ClaimToken{old.Token, thief.Token}
+	saw := func(err error, format string, args ...any) {
+		h.Helper()
+		what := fmt.Sprintf(format, args...)
+		if !h.expect(err != nil, "%s: want an error", what) {
+			return
+		}
+		h.noToken(err, tokens, "%s", what)
+	}
+	m := continueMoment(h, r, "errors")
+	_, err := h.commit(ports.Tenantless(), m, old.Token)
+	saw(err, "Commit with a stolen token")
+	_, err = h.commit(ports.Tenantless(), m, foreignToken())
+	saw(err, "Commit with a foreign token")
+	_, err = h.commit(ports.Tenant(h.id("other")), m, thief.Token)
+	saw(err, "Commit out of scope")
+	skip := cloneMoment(m)
+	skip.Run.CheckpointSeq += 1
+	_, err = h.commit(ports.Tenantless(), skip, thief.Token)
+	saw(err, "Commit two ahead")
+	conflict := continueMoment(h, r, "conflict")
+	changed := h.storedEvent(r.ID, 1)
+	changed.Payload = map[string]any{"rewritten": true}
+	conflict.Events = append([]run.Event{changed}, conflict.Events...)
+	_, err = h.commit(ports.Tenantless(), conflict, thief.Token)
+	saw(err, "Commit with a conflicting event")
+	_, err = h.commit(ports.Tenantless(), withDisposition(m, run.Disposition{Kind: run.DispositionExternal}), thief.Token)
+	saw(err, "Commit with a mismatched schedule")
+	saw(h.refresh(r.ID, old.Token, at(2*time.Second)), "RefreshClaim with a stolen token")
+	saw(h.refresh(h.id("unknown"), thief.Token, at(2*time.Second)), "RefreshClaim of an unknown run")
+	saw(h.refresh(r.ID, thief.Token, time.Time{}), "RefreshClaim with a zero now")
+	_, err = h.b.AbandonClaim(h.ctx, r.ID, thief.Token, claim.AbandonParams{ExpectedSeq: 1, Now: t0})
+	saw(err, "AbandonClaim with invalid params")
+	_, err = h.b.MutateRun(h.ctx, ports.Tenantless(), r.ID, func(*run.Run) (*run.Moment, error) { return m, nil })
+	h.must(err, "MutateRun") // revokes the thief's claim
+	_, err = h.commit(ports.Tenantless(), continueMoment(h, h.fetch(ports.System(), r.ID), "revoked"), thief.Token)
+	saw(err, "Commit with a revoked token")
+	_, err = h.mutate(ports.Tenantless(), r.ID, m)
+	saw(err, "MutateRun with a stale moment")
+	saw(h.refresh(r.ID, thief.Token, at(2*time.Second)), "RefreshClaim with a revoked token")
+	_, err = h.b.InsertRun(h.ctx, ports.Tenantless(), ports.InsertRunParams{Moment: h.initMoment(r.ID, t0), WakeAt: t0})
+	saw(err, "InsertRun of an existing id")
+}
+
+func checkLeaseRendering(h *harness) {
+	h.insert(ports.Tenantless())
+	h.insert(ports.Tenant(h.id("tenant")))
+	q := request(t0)
+	q.Limit = 2
+	batch := h.claimDue(q)
+	if len(batch.Leases) != 2 {
+		h.Fatalf("want two leases, got %s", describeBatch(batch))
+	}
+	tokens := []ports.ClaimToken{batch.Leases[0].Token, batch.Leases[1].Token}
+	for _, l := range batch.Leases {
+		for _, s := range renderings(l) {
+			for _, tok := range tokens {
+				h.expect(tok.Reveal() == "" || !strings.Contains(s, tok.Reveal()), "a lease rendering reveals its token: %s", clip(s))
+			}
+		}
+		for _, s := range renderings(l.Token) {
+			h.expect(!strings.Contains(s, l.Token.Reveal()), "a token rendering reveals itself: %s", s)
+		}
+	}
+	for _, s := range renderings(batch) {
+		for _, tok := range tokens {
+			h.expect(!strings.Contains(s, tok.Reveal()), "a batch rendering reveals a token: %s", clip(s))
+		}
+	}
+}
+
+// ---- PRUNE ----------------------------------------------------------------
+
+func (h *harness) retainedSeqs(runID string) []int64 {
+	h.Helper()
+	page, err := h.b.ListEvents(h.ctx, ports.System(), runID, ports.ListEventsParams{Limit: 100})
+	h.must(err, "ListEvents(%s)", runID)
+	seqs := make([]int64, 0, len(page.Events))
+	for _, e := range page.Events {
+		seqs = append(seqs, e.Seq)
+	}
+	return seqs
+}
+
+func checkPruneEvents(h *harness) {
+	r, lease := h.insertClaimed() // events 1..4 inserted at t0
+	h.clock.Set(at(10 * time.Second))
+	m := continueMoment(h, r, "later")
+	h.mustCommit(ports.Tenantless(), m, lease.Token) // events 5, 6 inserted at t0+10s
+	prune := func(before time.Time, batch int) int {
+		h.Helper()
+		n, err := h.b.PruneEvents(h.ctx, ports.PruneParams{Before: before, BatchSize: batch})
+		h.must(err, "PruneEvents(before %s, batch %d)", fmtTime(before), batch)
+		return n
+	}
+	eq(h, prune(t0, 100), 0, "events inserted exactly at the cutoff survive")
+	eq(h, prune(at(10*time.Second), 3), 3, "a batch deletes at most BatchSize events")
+	eq(h, fmt.Sprint(h.retainedSeqs(r.ID)), "[4 5 6]", "the oldest events go first")
+	eq(h, prune(at(10*time.Second), 100), 1, "the remaining old event")
+	eq(h, fmt.Sprint(h.retainedSeqs(r.ID)), "[5 6]", "events at the cutoff survive")
+	page, err := h.b.ListEvents(h.ctx, ports.System(), r.ID, ports.ListEventsParams{Limit: 10})
+	h.must(err, "ListEvents")
+	eq(h, page.LatestSeq, m.Run.EventSeq, "latest seq survives pruning")
+	for _, p := range []ports.PruneParams{{Before: at(time.Hour)}, {BatchSize: 10}} {
+		_, err := h.b.PruneEvents(h.ctx, p)
+		h.errIs(err, ports.ErrInvalidArgument, "PruneEvents(%+v)", p)
+	}
+}
+
+func checkPruneRuns(h *harness) {
+	owner := ports.Tenantless()
+	terminal := func(updated time.Time) *run.Run {
+		h.Helper()
+		r := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+		h.clock.Set(updated)
+		_, err := h.b.MutateRun(h.ctx, owner, r.ID, cancelMutation(h))
+		h.must(err, "cancel")
+		return h.fetch(owner, r.ID)
+	}
+	old1 := terminal(at(time.Second))
+	old2 := terminal(at(2 * time.Second))
+	recent := terminal(at(time.Hour))
+	h.clock.Set(t0)
+	running := h.insert(owner, runOpts{startedAt: at(-time.Hour), wakeAt: at(time.Hour)})
+	waitingRun := h.insert(owner, runOpts{startedAt: at(-time.Hour), wakeAt: at(time.Hour)})
+	h.must(errOf(h.mutate(owner, waitingRun.ID, h.waitingMoment(waitingRun))), "parking a run")
+
+	res, err := h.b.PruneRuns(h.ctx, ports.PruneParams{Before: at(time.Hour), BatchSize: 1})
+	h.must(err, "PruneRuns(batch 1)")
+	eq(h, res.Runs, 1, "runs pruned by a batch of 1")
+	_, err = h.b.FetchRun(h.ctx, ports.System(), old1.ID)
+	h.errIs(err, ports.ErrNotFound, "the oldest terminal run is pruned first")
+	eq(h, res.CascadeEvents, int(old1.EventSeq), "the pruned run's events go with it")
+	_, err = h.b.FetchEvent(h.ctx, ports.System(), old1.ID, 1)
+	h.errIs(err, ports.ErrNotFound, "events of a pruned run")
+
+	res, err = h.b.PruneRuns(h.ctx, ports.PruneParams{Before: at(time.Hour), BatchSize: 100})
+	h.must(err, "PruneRuns")
+	eq(h, res.Runs, 1, "runs pruned")
+	_, err = h.b.FetchRun(h.ctx, ports.System(), old2.ID)
+	h.errIs(err, ports.ErrNotFound, "the second old terminal run")
+	for _, kept := range []*run.Run{recent, running, waitingRun} {
+		_, err := h.b.FetchRun(h.ctx, ports.System(), kept.ID)
+		h.expect(err == nil, "run %s must survive pruning: %v", kept.ID, err)
+	}
+	for _, p := range []ports.PruneParams{{Before: at(time.Hour)}, {BatchSize: 10}} {
+		_, err := h.b.PruneRuns(h.ctx, p)
+		h.errIs(err, ports.ErrInvalidArgument, "PruneRuns(%+v)", p)
+	}
+}
+
+// ---- OPS ------------------------------------------------------------------
+
+func checkOperationalWrites(h *harness) {
+	r := h.insert(ports.Tenantless())
+	h.clock.Set(at(time.Hour)) // the store clock moves; the document must not
+	same := func(what string) {
+		h.Helper()
+		got := h.fetch(ports.Tenantless(), r.ID)
+		h.sameRun(got, r, "document after %s", what)
+		h.eqTime(got.UpdatedAt, r.UpdatedAt, "updated_at after %s", what)
+		eq(h, got.CheckpointSeq, r.CheckpointSeq, "checkpoint seq after %s", what)
+		eq(h, h.inspect(r.ID).LatestCheckpointType, run.CheckpointRunInitialized, "checkpoint type after %s", what)
+	}
+	lease := h.claimOne(t0, r.ID)
+	same("a claim")
+	h.must(h.refresh(r.ID, lease.Token, t0), "refresh")
+	same("a refresh")
+	h.release(r.ID, lease.Token, t0)
+	same("a release")
+	lease = h.claimOne(t0, r.ID)
+	thief := h.claimOne(at(2*time.Hour), r.ID)
+	same("a steal")
+	eq(h, h.abandon(r.ID, thief.Token, abandonParams(1, at(2*time.Hour))), ports.AbandonRescheduled, "abandon")
+	same("an abandon")
+	q := request(at(3 * time.Hour))
+	q.MaxClaimAttempts = 2
+	batch := h.claimDue(q)
+	h.expect(len(batch.Poisoned) == 1, "fixture: claim-time poison, got %s", describeBatch(batch))
+	same("claim-time poisoning")
+	_, err := h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), r.ID, at(3*time.Hour))
+	h.must(err, "RetryPoisonedRun")
+	same("poison recovery")
+	lease = h.claimOne(at(3*time.Hour), r.ID)
+	p := abandonParams(1, at(3*time.Hour))
+	p.MaxClaimAbandons = 1
+	eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonRescheduled, "abandon within the limit")
+	lease = h.claimOne(p.RetryAt, r.ID)
+	p = abandonParams(1, p.RetryAt)
+	p.MaxClaimAbandons = 1
+	eq(h, h.abandon(r.ID, lease.Token, p), ports.AbandonPoisoned, "abandon at the limit")
+	same("abandon poisoning")
+}
+
+// micros reports whether t is UTC with microsecond precision.
+func micros(t time.Time) bool {
+	return t.Location() == time.UTC && t.Nanosecond()%1000 == 0
+}
+
+func (h *harness) precise(t time.Time, format string, args ...any) {
+	h.Helper()
+	h.expect(micros(t), "%s: %s is not UTC µs (location %s)", fmt.Sprintf(format, args...), t.Format(time.RFC3339Nano), t.Location())
+}
+
+func checkTimePrecision(h *harness) {
+	zone := time.FixedZone("UTC+05:30", 5*3600+30*60)
+	ragged := func(t time.Time) time.Time { return t.Add(987 * time.Nanosecond).In(zone) }
+	owner := ports.Tenantless()
+	h.publish(owner)
+	id := h.id("ragged")
+	wake := ragged(at(-time.Second))
+	_, err := h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: h.initMoment(id, t0), WakeAt: wake})
+	h.must(err, "InsertRun")
+	info := h.inspect(id)
+	h.eqTime(info.WakeAt, ports.Micros(wake), "first wake")
+	h.precise(info.WakeAt, "first wake")
+	h.precise(info.Run.StartedAt, "started_at")
+	h.precise(info.Run.UpdatedAt, "updated_at")
+
+	claimAt := ragged(t0)
+	q := request(claimAt)
+	lease := h.claimOneWith(q, id)
+	h.eqTime(lease.ClaimedAt, ports.Micros(claimAt), "lease claimed_at")
+	h.precise(lease.ClaimedAt, "lease claimed_at")
+	info = h.inspect(id)
+	h.eqTime(info.ClaimedAt, ports.Micros(claimAt), "claimed_at")
+	h.precise(info.ClaimedAt, "claimed_at")
+
+	releaseAt := ragged(at(time.Second))
+	h.release(id, lease.Token, releaseAt)
+	info = h.inspect(id)
+	h.eqTime(info.WakeAt, ports.Micros(releaseAt), "release wake")
+	h.precise(info.WakeAt, "release wake")
+
+	lease = h.claimOne(at(time.Second), id)
+	abandonAt := ragged(at(2 * time.Second))
+	p := claim.AbandonParams{ExpectedSeq: 1, Now: abandonAt, RetryAt: ragged(at(3 * time.Second)), MaxClaimAbandons: 3}
+	eq(h, h.abandon(id, lease.Token, p), ports.AbandonRescheduled, "abandon")
+	info = h.inspect(id)
+	h.eqTime(info.WakeAt, ports.Micros(p.RetryAt), "abandon wake")
+	h.precise(info.WakeAt, "abandon wake")
+
+	// Attempts stand at 1 (two claims, one refunded by the abandon).
+	poisonAt := ragged(at(4 * time.Second))
+	q = request(poisonAt)
+	q.MaxClaimAttempts = 2
+	lease = h.claimOneWith(q, id)
+	h.release(id, lease.Token, poisonAt)
+	batch := h.claimDue(q)
+	if h.expect(len(batch.Poisoned) == 1, "fixture: poison, got %s", describeBatch(batch)) {
+		h.eqTime(batch.Poisoned[0].PoisonedAt, ports.Micros(poisonAt), "poison outcome poisoned_at")
+		h.precise(batch.Poisoned[0].PoisonedAt, "poison outcome poisoned_at")
+	}
+	info = h.inspect(id)
+	h.precise(info.PoisonedAt, "poisoned_at")
+	recoverAt := ragged(at(5 * time.Second))
+	_, err = h.b.RetryPoisonedRun(h.ctx, owner, id, recoverAt)
+	h.must(err, "RetryPoisonedRun")
+	info = h.inspect(id)
+	h.eqTime(info.WakeAt, ports.Micros(recoverAt), "recovery wake")
+	h.precise(info.WakeAt, "recovery wake")
+
+	h.clock.Set(at(6 * time.Second))
+	lease = h.claimOne(at(6*time.Second), id)
+	h.mustCommit(owner, atMoment(h, info.Run, "ragged", ragged(at(time.Minute))), lease.Token)
+	info = h.inspect(id)
+	h.eqTime(info.WakeAt, ports.Micros(ragged(at(time.Minute))), "at-wake of a commit")
+	h.precise(info.WakeAt, "at-wake of a commit")
+	page, err := h.b.ListEvents(h.ctx, owner, id, ports.ListEventsParams{Limit: 100})
+	h.must(err, "ListEvents")
+	for _, e := range page.Events {
+		h.precise(e.Timestamp, "event %d timestamp", e.Seq)
+	}
+	runs, err := h.b.ListRuns(h.ctx, owner, ports.ListRunsParams{Limit: 10})
+	h.must(err, "ListRuns")
+	for _, s := range runs.Runs {
+		h.precise(s.StartedAt, "summary started_at")
+		h.precise(s.UpdatedAt, "summary updated_at")
+	}
+}
+
+func checkListFilters(h *harness) {
+	owner := ports.Tenantless()
+	f := h.graphs()
+	plain := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+	// A run pinned to the second version of the graph.
+	h.save(owner, f.alt)
+	altID := h.id("alt")
+	m, err := superstep.Start(f.alt, superstep.StartParams{RunID: altID, Input: map[string]any{"topic": "alt"}}, superstep.Env{Now: t0})
+	h.must(err, "superstep.Start on the second version")
+	_, err = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: at(time.Hour)})
+	h.must(err, "InsertRun on the second version")
+	waitingRun := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+	h.must(errOf(h.mutate(owner, waitingRun.ID, h.waitingMoment(waitingRun))), "parking")
+	cancelled := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+	h.must(errOf(h.b.MutateRun(h.ctx, owner, cancelled.ID, cancelMutation(h))), "cancelling")
+
+	list := func(p ports.ListRunsParams) []string {
+		h.Helper()
+		p.Limit = 100
+		page, err := h.b.ListRuns(h.ctx, owner, p)
+		h.must(err, "ListRuns(%+v)", p)
+		ids := make([]string, 0, len(page.Runs))
+		for _, s := range page.Runs {
+			ids = append(ids, s.RunID)
+		}
+		return ids
+	}
+	set := func(ids ...string) string {
+		return fmt.Sprint(expectedOrder(func() []listedRun {
+			var out []listedRun
+			for _, id := range ids {
+				out = append(out, listedRun{id, t0})
+			}
+			return out
+		}()))
+	}
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{GraphID: fixtureGraphID})), set(plain.ID, altID, waitingRun.ID, cancelled.ID), "graph id filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{GraphID: "no-such-graph"})), "[]", "unknown graph id filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{GraphHash: f.alt.Hash})), set(altID), "graph hash filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{GraphID: fixtureGraphID, GraphHash: f.main.Hash})), set(plain.ID, waitingRun.ID, cancelled.ID), "graph id and hash filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusWaiting}})), set(waitingRun.ID), "status filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusRunning, run.StatusCancelled}})), set(plain.ID, altID, cancelled.ID), "two-status filter")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusDone}})), "[]", "status filter without matches")
+
+	for name, p := range map[string]ports.ListRunsParams{
+		"limit 0":           {Limit: 0},
+		"limit above max":   {Limit: ports.MaxPageLimit + 1},
+		"status created":    {Limit: 10, Statuses: []run.Status{run.StatusCreated}},
+		"an unknown status": {Limit: 10, Statuses: []run.Status{"paused"}},
+	} {
+		_, err := h.b.ListRuns(h.ctx, owner, p)
+		h.errIs(err, ports.ErrInvalidArgument, "ListRuns with %s", name)
+	}
+}
+
+func checkUnknownRun(h *harness) {
+	h.insert(ports.Tenantless())
+	id := h.id("unknown")
+	for _, scope := range []ports.Scope{ports.System(), ports.Tenantless()} {
+		_, err := h.b.FetchRun(h.ctx, scope, id)
+		h.errIs(err, ports.ErrNotFound, "FetchRun(%s)", scope)
+		_, err = h.b.InspectRun(h.ctx, scope, id)
+		h.errIs(err, ports.ErrNotFound, "InspectRun(%s)", scope)
+		_, err = h.b.RetryPoisonedRun(h.ctx, scope, id, t0)
+		h.errIs(err, ports.ErrNotFound, "RetryPoisonedRun(%s)", scope)
+		called := false
+		_, err = h.b.MutateRun(h.ctx, scope, id, func(*run.Run) (*run.Moment, error) { called = true; return nil, nil })
+		h.errIs(err, ports.ErrNotFound, "MutateRun(%s)", scope)
+		h.expect(!called, "MutateRun(%s) called the mutation for an unknown run", scope)
+	}
+}
+
+func checkCapabilities(h *harness) {
+	caps := h.b.Capabilities()
+	eq(h, caps.Listen, h.features.WakeNotifications, "Capabilities().Listen vs Features.WakeNotifications")
+	eq(h, caps.TenantFair, h.features.TenantFairPolicy, "Capabilities().TenantFair vs Features.TenantFairPolicy")
+	eq(h, h.b.Notifier() != nil, caps.Listen, "Notifier() is non-nil exactly when Listen is offered")
+}
+
+func checkNoAliasing(h *harness) {
+	owner := ports.Tenantless()
+	h.publish(owner)
+	id := h.id("alias")
+	m := h.initMoment(id, t0)
+	want := encodeRun(m.Run)
+	wantEvent := m.Events[0]
+	wantEvent.Payload = cloneAny(wantEvent.Payload)
+	inserted, err := h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: t0})
+	h.must(err, "InsertRun")
+	// Scribble on everything the caller holds.
+	m.Run.Input["topic"] = "scribbled"
+	m.Run.Metadata = map[string]any{"scribbled": true}
+	m.Events[0].Payload["scribbled"] = true
+	inserted.Input["topic"] = "scribbled again"
+	inserted.Status = run.StatusDone
+	fetched := h.fetch(owner, id)
+	eq(h, encodeRun(fetched), want, "stored run after scribbling on the inserted values")
+	fetched.Input["topic"] = "scribbled via fetch"
+	fetched.Channels = nil
+	info := h.inspect(id)
+	eq(h, encodeRun(info.Run), want, "stored run after scribbling on a fetched value")
+	info.Run.Input["topic"] = "scribbled via inspect"
+	e := h.storedEvent(id, 1)
+	h.expect(e.Equal(wantEvent), "stored event after scribbling: got %+v, want %+v", e, wantEvent)
+	e.Payload["scribbled"] = true
+	again := h.storedEvent(id, 1)
+	h.expect(again.Equal(wantEvent), "stored event after scribbling on a fetched event")
+
+	// The run handed to a mutation is private too.
+	_, err = h.b.MutateRun(h.ctx, owner, id, func(cur *run.Run) (*run.Moment, error) {
+		cur.Input["topic"] = "scribbled in a mutation"
+		return nil, nil
+	})
+	h.must(err, "MutateRun")
+	eq(h, encodeRun(h.fetch(owner, id)), want, "stored run after a mutation scribbled on its input")
+}
+
+func cloneAny(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

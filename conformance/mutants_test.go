@@ -1,0 +1,369 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/conformance"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// The mutation tests plant one bug each in a wrapper around the memory
+// adapter and show that the suite names it: at least the listed
+// invariants fail. The suite runs standalone, so failures are recorded in
+// the report instead of failing these tests.
+
+// base wraps a memory store transparently; mutants embed it and override
+// one method each. Its notifier relays the store's announcements and lets
+// a mutant add its own.
+type base struct {
+	ports.Backend
+	relay *relayNotifier
+
+	mu       sync.Mutex
+	tokens   map[string]ports.ClaimToken // latest lease per run
+	refresh  map[string]time.Time        // claimed_at a buggy refresh "wrote"
+	refToken map[string]ports.ClaimToken // the token that refresh applied to
+}
+
+func newBase(store *memory.Store) *base {
+	return &base{
+		Backend:  store,
+		relay:    &relayNotifier{inner: store.Notifier(), subs: map[chan ports.Wake]bool{}},
+		tokens:   map[string]ports.ClaimToken{},
+		refresh:  map[string]time.Time{},
+		refToken: map[string]ports.ClaimToken{},
+	}
+}
+
+func (b *base) Notifier() ports.Notifier { return b.relay }
+
+// ClaimDue remembers the latest token of every run (used by mutants that
+// forge authority).
+func (b *base) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	batch, err := b.Backend.ClaimDue(ctx, r)
+	if err == nil {
+		b.mu.Lock()
+		for _, l := range batch.Leases {
+			b.tokens[l.RunID] = l.Token
+		}
+		b.mu.Unlock()
+	}
+	return batch, err
+}
+
+// relayNotifier forwards the store's announcements and adds the mutant's.
+type relayNotifier struct {
+	inner ports.Notifier
+	mu    sync.Mutex
+	subs  map[chan ports.Wake]bool
+}
+
+func (n *relayNotifier) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	in, err := n.inner.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan ports.Wake, 1)
+	n.mu.Lock()
+	n.subs[out] = true
+	n.mu.Unlock()
+	go func() {
+		for range in {
+			n.send(out)
+		}
+		n.mu.Lock()
+		delete(n.subs, out)
+		close(out)
+		n.mu.Unlock()
+	}()
+	return out, nil
+}
+
+func (n *relayNotifier) send(ch chan ports.Wake) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.subs[ch] {
+		select {
+		case ch <- ports.Wake{}:
+		default:
+		}
+	}
+}
+
+func (n *relayNotifier) announce() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.subs {
+		select {
+		case ch <- ports.Wake{}:
+		default:
+		}
+	}
+}
+
+// ---- mutants --------------------------------------------------------------
+
+// skipsTokenCheck commits under whatever token was issued last, so any
+// token (stale, foreign, none) satisfies the fence.
+type skipsTokenCheck struct{ *base }
+
+func (m skipsTokenCheck) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	if p.Moment != nil && p.Moment.Run != nil {
+		m.mu.Lock()
+		if tok, ok := m.tokens[p.Moment.Run.ID]; ok {
+			p.ClaimToken = tok
+		}
+		m.mu.Unlock()
+	}
+	return m.base.Backend.Commit(ctx, scope, p)
+}
+
+// acceptsSeqPlusTwo renumbers a proposal that skips a sequence number.
+type acceptsSeqPlusTwo struct{ *base }
+
+func (m acceptsSeqPlusTwo) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	if p.Moment != nil && p.Moment.Run != nil {
+		stored, err := m.base.Backend.FetchRun(ctx, ports.System(), p.Moment.Run.ID)
+		if err == nil && p.Moment.Run.CheckpointSeq == stored.CheckpointSeq+2 {
+			c := *p.Moment
+			c.Run = p.Moment.Run.Clone()
+			c.Run.CheckpointSeq--
+			p.Moment = &c
+		}
+	}
+	return m.base.Backend.Commit(ctx, scope, p)
+}
+
+// dropsEvents commits the run but none of its events.
+type dropsEvents struct{ *base }
+
+func (m dropsEvents) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	if p.Moment != nil {
+		c := *p.Moment
+		c.Events = nil
+		p.Moment = &c
+	}
+	return m.base.Backend.Commit(ctx, scope, p)
+}
+
+// refreshMovesBackwards writes the caller's now as claimed_at (it shows
+// the value such a store would hold through InspectRun).
+type refreshMovesBackwards struct{ *base }
+
+func (m refreshMovesBackwards) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) error {
+	err := m.base.Backend.RefreshClaim(ctx, runID, token, now)
+	if err == nil {
+		m.mu.Lock()
+		m.refresh[runID] = ports.Micros(now)
+		m.refToken[runID] = token
+		m.mu.Unlock()
+	}
+	return err
+}
+
+func (m refreshMovesBackwards) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
+	info, err := m.base.Backend.InspectRun(ctx, scope, runID)
+	if err != nil || !info.Claimed() {
+		return info, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at, ok := m.refresh[runID]; ok && m.refToken[runID] == m.tokens[runID] {
+		info.ClaimedAt = at
+	}
+	return info, nil
+}
+
+// refreshUsesCallerClock stamps refreshes with the caller's now instead of
+// the store clock (max(claimed_at, now)), through a swappable store clock.
+type refreshUsesCallerClock struct {
+	*base
+	clock *swapClock
+}
+
+func (m refreshUsesCallerClock) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) error {
+	m.clock.refreshing.Lock()
+	defer m.clock.refreshing.Unlock()
+	m.clock.set(now)
+	defer m.clock.set(time.Time{})
+	return m.base.Backend.RefreshClaim(ctx, runID, token, now)
+}
+
+// swapClock is the store clock of a mutant: the suite's clock, unless an
+// override is set.
+type swapClock struct {
+	conformance.Clock
+	refreshing sync.Mutex
+	mu         sync.Mutex
+	override   time.Time
+}
+
+func (c *swapClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.override = t
+}
+
+func (c *swapClock) Now() time.Time {
+	c.mu.Lock()
+	override := c.override
+	c.mu.Unlock()
+	if !override.IsZero() {
+		return ports.Micros(override)
+	}
+	return c.Clock.Now()
+}
+
+// announcesFailedWrites announces a wake even when a write fails (as if
+// the notification escaped the rolled-back transaction).
+type announcesFailedWrites struct{ *base }
+
+func (m announcesFailedWrites) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	r, err := m.base.Backend.Commit(ctx, scope, p)
+	if err != nil {
+		m.relay.announce()
+	}
+	return r, err
+}
+
+func (m announcesFailedWrites) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
+	r, err := m.base.Backend.InsertRun(ctx, owner, p)
+	if err != nil {
+		m.relay.announce()
+	}
+	return r, err
+}
+
+// announcesRelease announces the wake a release records.
+type announcesRelease struct{ *base }
+
+func (m announcesRelease) ReleaseClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) error {
+	err := m.base.Backend.ReleaseClaim(ctx, runID, token, now)
+	m.relay.announce()
+	return err
+}
+
+// leaksToken puts the token into the errors of token-bearing calls.
+type leaksToken struct{ *base }
+
+func (m leaksToken) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) error {
+	if err := m.base.Backend.RefreshClaim(ctx, runID, token, now); err != nil {
+		return fmt.Errorf("%w (token %s)", err, token.Reveal())
+	}
+	return nil
+}
+
+func (m leaksToken) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	r, err := m.base.Backend.Commit(ctx, scope, p)
+	if err != nil {
+		return nil, fmt.Errorf("commit with token %q: %w", p.ClaimToken.Reveal(), err)
+	}
+	return r, nil
+}
+
+// ignoresCommitScope commits in the system scope whatever scope it is given.
+type ignoresCommitScope struct{ *base }
+
+func (m ignoresCommitScope) Commit(ctx context.Context, _ ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	return m.base.Backend.Commit(ctx, ports.System(), p)
+}
+
+// reportsLostRaceAsSuccess hides ErrStaleFence: two writers both "win".
+type reportsLostRaceAsSuccess struct{ *base }
+
+func (m reportsLostRaceAsSuccess) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	r, err := m.base.Backend.Commit(ctx, scope, p)
+	if errors.Is(err, ports.ErrStaleFence) {
+		return p.Moment.Run, nil
+	}
+	return r, err
+}
+
+// ---- harness --------------------------------------------------------------
+
+var quickFeatures = conformance.Features{
+	WakeNotifications: true,
+	Writers:           8,
+	Rounds:            2,
+	QuietWindow:       25 * time.Millisecond,
+	WakeTimeout:       time.Second,
+}
+
+func mutantFactory(wrap func(b *base, clock *swapClock) ports.Backend) conformance.Factory {
+	return func(t conformance.T) conformance.Adapter {
+		clock := &swapClock{Clock: conformance.NewManualClock(conformance.ReferenceTime)}
+		store := memory.New(memory.Options{Clock: clock})
+		return conformance.Adapter{Backend: wrap(newBase(store), clock), Clock: clock}
+	}
+}
+
+func TestTransparentWrapperPassesTheSuite(t *testing.T) {
+	t.Parallel()
+	report := conformance.RunStandalone(t.Context(), quickFeatures,
+		mutantFactory(func(b *base, _ *swapClock) ports.Backend { return b }))
+	if !report.Passed() {
+		t.Fatalf("the unmutated wrapper must pass; report:\n%s", report)
+	}
+}
+
+func TestSuiteCatchesPlantedBugs(t *testing.T) {
+	t.Parallel()
+	mutants := []struct {
+		name     string
+		wrap     func(b *base, clock *swapClock) ports.Backend
+		mustFail []string
+	}{
+		{"commit_skips_the_token_check",
+			func(b *base, _ *swapClock) ports.Backend { return skipsTokenCheck{b} },
+			[]string{"FENCE-002", "FENCE-003", "CLAIM-005"}},
+		{"commit_accepts_seq_plus_two",
+			func(b *base, _ *swapClock) ports.Backend { return acceptsSeqPlusTwo{b} },
+			[]string{"FENCE-004"}},
+		{"commit_drops_the_events",
+			func(b *base, _ *swapClock) ports.Backend { return dropsEvents{b} },
+			[]string{"COMMIT-001", "EVENT-001", "FENCE-007"}},
+		{"refresh_moves_claimed_at_backwards",
+			func(b *base, _ *swapClock) ports.Backend { return refreshMovesBackwards{b} },
+			[]string{"REFRESH-001"}},
+		{"refresh_uses_the_caller_clock",
+			func(b *base, c *swapClock) ports.Backend { return refreshUsesCallerClock{b, c} },
+			[]string{"REFRESH-001"}},
+		{"failed_writes_announce",
+			func(b *base, _ *swapClock) ports.Backend { return announcesFailedWrites{b} },
+			[]string{"WAKE-006"}},
+		{"release_announces",
+			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
+			[]string{"WAKE-005"}},
+		{"errors_leak_the_token",
+			func(b *base, _ *swapClock) ports.Backend { return leaksToken{b} },
+			[]string{"REDACT-003"}},
+		{"commit_ignores_scope",
+			func(b *base, _ *swapClock) ports.Backend { return ignoresCommitScope{b} },
+			[]string{"FENCE-006", "SCOPE-001"}},
+		{"lost_race_reported_as_success",
+			func(b *base, _ *swapClock) ports.Backend { return reportsLostRaceAsSuccess{b} },
+			[]string{"FENCE-001", "FENCE-007"}},
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			report := conformance.RunStandalone(t.Context(), quickFeatures, mutantFactory(m.wrap))
+			failed := report.Failed()
+			for _, id := range m.mustFail {
+				if !slices.Contains(failed, id) {
+					t.Errorf("mutant %s: %s did not fail (failed: %v)", m.name, id, failed)
+				}
+			}
+			t.Logf("mutant %s fails %v", m.name, failed)
+		})
+	}
+}
