@@ -20,35 +20,10 @@ func (openRegistry) ConfigSchema(ref string) (*schema.Schema, bool) {
 	return nil, strings.HasPrefix(ref, "app.")
 }
 
-const specExampleForCompiler = `{"schema_version": 1, "id": "review-loop", "name": "Review loop",
- "inputs": {"topic": {"kind": "input", "required": true,
-            "schema": {"type": "string", "constraints": {"min_length": 1}}}},
- "fields": {
-   "draft":  {"kind": "state", "schema": {"type": "string"}},
-   "log":    {"kind": "state", "schema": {"type": "list", "item": {"type": "string"}},
-              "reducer": {"type": "append", "opts": {"max_length": 50}}},
-   "review": {"kind": "state", "schema": {"type": "object", "constraints": {"open": true},
-              "fields": {"status": {"type": "enum", "values": ["approved", "rejected"], "required": true}}}}},
- "outputs": {"final_draft": {"source": "draft"}},
- "nodes": {
-   "writer":   {"implementation": {"type": "module", "implementation": "app.writer"},
-                "config": {"to": "draft", "temperature": 0.5},
-                "policies": {"timeout_ms": 1500, "retry": {"max_attempts": 3, "backoff_ms": 200}}},
-   "reviewer": {"implementation": {"type": "module", "implementation": "app.defaults"},
-                "branches": {"decision": ["edge_ok", "edge_revise"]}},
-   "left":  {"implementation": {"type": "module", "implementation": "app.left"}},
-   "right": {"implementation": {"type": "module", "implementation": "app.right"}}},
- "edges": {
-   "edge_start":  {"from": "$start", "to": "writer"},
-   "edge_review": {"from": "writer", "to": "reviewer"},
-   "edge_ok":     {"from": "reviewer", "to": "left", "guard": {"op": "equals",
-                   "args": [{"$guard": {"op": "path", "args": ["review", ["status"]]}}, "approved"]}},
-   "edge_revise": {"from": "reviewer", "to": "writer", "guard": {"op": "not", "args": [{"op": "equals",
-                   "args": [{"$guard": {"op": "path", "args": ["review", ["status"]]}}, "approved"]}]}},
-   "edge_right":  {"from": "reviewer", "to": "right", "guard": {"op": "all", "args": [
-                   {"op": "changed", "args": ["review"]}, {"op": "version_at_least", "args": ["draft", 1]}]}},
-   "edge_join":   {"from": ["left", "right"], "to": "$finish"}},
- "policies": {"max_supersteps": 20}, "metadata": {"owner": "team-a"}}`
+// specExampleForCompiler is the spec's wire example with the reviewer's
+// implementation swapped for one whose config schema has defaults.
+var specExampleForCompiler = strings.Replace(wireExampleJSON,
+	`"implementation": "app.reviewer"`, `"implementation": "app.defaults"`, 1)
 
 // FuzzCompile feeds parsed documents to the compiler: it must never panic,
 // Compile must fail exactly when Verify reports an error, and a compiled

@@ -122,7 +122,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 	}
 	typeName, ok := rawType.(string)
 	if !ok {
-		return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"type" must be a string, got %s`, describe(rawType))}
+		return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"type" must be a string, got %s`, value.KindName(rawType))}
 	}
 	s.Type = Type(typeName)
 	if !s.Type.Known() {
@@ -132,7 +132,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 	if raw := m[keyFields]; raw != nil {
 		fields, ok := raw.(map[string]any)
 		if !ok {
-			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"fields" must be a map, got %s`, describe(raw))}
+			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"fields" must be a map, got %s`, value.KindName(raw))}
 		}
 		if len(fields) > 0 {
 			s.Fields = make(map[string]*Schema, len(fields))
@@ -141,7 +141,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 			childPath := joinPath(path, keyFields+"."+name)
 			child, ok := fields[name].(map[string]any)
 			if !ok {
-				return nil, &DecodeError{Path: childPath, Reason: fmt.Sprintf("schema must be a map, got %s", describe(fields[name]))}
+				return nil, &DecodeError{Path: childPath, Reason: fmt.Sprintf("schema must be a map, got %s", value.KindName(fields[name]))}
 			}
 			decoded, err := fromMap(child, childPath)
 			if err != nil {
@@ -154,7 +154,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 	if raw := m[keyItem]; raw != nil {
 		item, ok := raw.(map[string]any)
 		if !ok {
-			return nil, &DecodeError{Path: joinPath(path, keyItem), Reason: fmt.Sprintf("schema must be a map, got %s", describe(raw))}
+			return nil, &DecodeError{Path: joinPath(path, keyItem), Reason: fmt.Sprintf("schema must be a map, got %s", value.KindName(raw))}
 		}
 		decoded, err := fromMap(item, joinPath(path, keyItem))
 		if err != nil {
@@ -166,7 +166,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 	if raw := m[keyValues]; raw != nil {
 		values, ok := raw.([]any)
 		if !ok {
-			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"values" must be a list, got %s`, describe(raw))}
+			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"values" must be a list, got %s`, value.KindName(raw))}
 		}
 		if err := portable(values, path, keyValues); err != nil {
 			return nil, err
@@ -179,7 +179,7 @@ func fromMap(m map[string]any, path string) (*Schema, error) {
 	if raw := m[keyRequired]; raw != nil {
 		required, ok := raw.(bool)
 		if !ok {
-			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"required" must be a boolean, got %s`, describe(raw))}
+			return nil, &DecodeError{Path: path, Reason: fmt.Sprintf(`"required" must be a boolean, got %s`, value.KindName(raw))}
 		}
 		s.Required = required
 	}
@@ -209,7 +209,7 @@ func openMap(raw any, path, key string) (map[string]any, error) {
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, &DecodeError{Path: path, Reason: fmt.Sprintf("%q must be a map, got %s", key, describe(raw))}
+		return nil, &DecodeError{Path: path, Reason: fmt.Sprintf("%q must be a map, got %s", key, value.KindName(raw))}
 	}
 	if err := portable(m, path, key); err != nil {
 		return nil, err
@@ -289,23 +289,3 @@ func typeList() string {
 	return strings.Join(names, ", ")
 }
 
-// describe names the portable kind of v for error messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case int64:
-		return "integer"
-	case float64:
-		return "float"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "map"
-	}
-	return fmt.Sprintf("%T", v)
-}

@@ -56,7 +56,7 @@ func validate(s *Schema, v any, path string, reasons *[]string) {
 		return
 	}
 	mismatch := func(expected string) {
-		*reasons = append(*reasons, fmt.Sprintf("%s: expected %s, got %s", subject(path), expected, describe(v)))
+		*reasons = append(*reasons, fmt.Sprintf("%s: expected %s, got %s", subject(path), expected, value.KindName(v)))
 	}
 	switch s.Type {
 	case TypeString:
@@ -150,7 +150,7 @@ func validateString(constraints map[string]any, str, path string, reasons *[]str
 	}
 	pattern, ok := raw.(string)
 	if !ok {
-		*reasons = append(*reasons, fmt.Sprintf("%s: pattern constraint must be a string, got %s", subject(path), describe(raw)))
+		*reasons = append(*reasons, fmt.Sprintf("%s: pattern constraint must be a string, got %s", subject(path), value.KindName(raw)))
 		return
 	}
 	re, err := compilePattern(pattern)

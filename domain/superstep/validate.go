@@ -50,7 +50,7 @@ type keyedReason struct {
 func validateUpdate(idx *index, v any) (map[string]any, []string) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, []string{fmt.Sprintf("must return a state update map, got %s", describe(v))}
+		return nil, []string{fmt.Sprintf("must return a state update map, got %s", value.KindName(v))}
 	}
 	if m == nil {
 		// A node that writes nothing may return a nil map; store it as {} so
@@ -150,7 +150,7 @@ func interruptValue(nodeID string, in interruptRequest) map[string]any {
 func decodeInterrupt(v any) (*InterruptRequest, []string) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, []string{"interrupt pending write must be a map, got " + describe(v)}
+		return nil, []string{"interrupt pending write must be a map, got " + value.KindName(v)}
 	}
 	req := &InterruptRequest{}
 	var reasons []string
@@ -160,13 +160,13 @@ func decodeInterrupt(v any) (*InterruptRequest, []string) {
 		case "id":
 			s, ok := f.(string)
 			if !ok {
-				reasons = append(reasons, "interrupt id must be a string, got "+describe(f))
+				reasons = append(reasons, "interrupt id must be a string, got "+value.KindName(f))
 			}
 			req.ID = s
 		case "resume_channel":
 			s, ok := f.(string)
 			if !ok {
-				reasons = append(reasons, "interrupt resume_channel must be a string, got "+describe(f))
+				reasons = append(reasons, "interrupt resume_channel must be a string, got "+value.KindName(f))
 			}
 			req.ResumeChannel = s
 		case "schema":
@@ -175,7 +175,7 @@ func decodeInterrupt(v any) (*InterruptRequest, []string) {
 			}
 			sm, ok := f.(map[string]any)
 			if !ok {
-				reasons = append(reasons, "interrupt schema must be a schema map, got "+describe(f))
+				reasons = append(reasons, "interrupt schema must be a schema map, got "+value.KindName(f))
 				continue
 			}
 			s, err := schema.FromMap(sm)
@@ -190,7 +190,7 @@ func decodeInterrupt(v any) (*InterruptRequest, []string) {
 			}
 			mm, ok := f.(map[string]any)
 			if !ok {
-				reasons = append(reasons, "interrupt metadata must be a map, got "+describe(f))
+				reasons = append(reasons, "interrupt metadata must be a map, got "+value.KindName(f))
 			}
 			req.Metadata = mm
 		default:
@@ -204,23 +204,3 @@ func decodeInterrupt(v any) (*InterruptRequest, []string) {
 	return req, nil
 }
 
-// describe names a value's portable type for error messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case int64, int:
-		return "integer"
-	case float64:
-		return "float"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "map"
-	}
-	return fmt.Sprintf("%T", v)
-}
