@@ -42,7 +42,6 @@ type Querier interface {
 // Conn is what Up and Down need to open their own READ COMMITTED
 // transaction: *pgx.Conn, *pgxpool.Pool and *pgxpool.Conn satisfy it.
 type Conn interface {
-	Querier
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
@@ -318,7 +317,10 @@ func Check(ctx context.Context, q Querier, schema string) error {
 // no docket_runs table is visible it returns a *VersionError.
 func ResolveSchema(ctx context.Context, q Querier, configured string) (string, error) {
 	if configured != "" {
-		return configured, ValidateSchema(configured)
+		if err := ValidateSchema(configured); err != nil {
+			return "", err
+		}
+		return configured, nil
 	}
 	var schema string
 	err := q.QueryRow(ctx, `
