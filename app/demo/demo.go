@@ -1,45 +1,50 @@
-// Package demo is a small, runnable Docket workflow: a loan-style review
-// that fans out to two checks (one of them flaky, so it retries), joins
-// them, routes on a guarded branch, asks a person for approval through an
-// interrupt and summarizes. It runs inline, without a database, and prints
-// the result and a checkpoint timeline. It exists to show the API, not to
-// be imported by production code.
+// Package demo is Docket's example workflow and its node implementations:
+// a loan review that fans out to two checks (one of them flaky, so it
+// retries), joins them, routes on a guarded branch, asks a person for
+// approval through an interrupt and summarizes.
+//
+// The same graph and nodes serve three callers: the `docket demo` command
+// (a batch of durable runs, see Batch), the `docket worker` command (the
+// built-in example nodes) and the inline example (Execute), which needs no
+// store at all. It exists to show the API, not to be imported by
+// production code.
 package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
-	"strings"
-	"text/tabwriter"
 
-	"github.com/docketgo/docket/app/inline"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/reducer"
-	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
 )
+
+// GraphID is the id of the demo graph.
+const GraphID = "loan-review"
 
 // ApprovalInterruptID is the interrupt the approval node opens.
 const ApprovalInterruptID = "approval"
 
-// Input is the demo's run input.
+// ManualReviewAbove is the amount above which a person must approve.
+const ManualReviewAbove = 1000.0
+
+// Input is the inline demo's run input.
 var Input = map[string]any{"customer": "Ada", "amount": 1500.0}
 
 // Graph returns the demo workflow:
 //
 //	$start → intake → {credit_check (flaky, retried), fraud_check}
-//	[credit_check, fraud_check] → decide
+//	[credit_check, fraud_check] → decide              (fan-in: waits for both)
 //	decide → manager_approval   when route == "manual" (interrupts for a decision)
 //	decide → auto_approve       otherwise
 //	manager_approval | auto_approve → summarize → $finish
 func Graph() (*graph.Graph, error) {
 	manual := graph.Equals(graph.Path("route"), "manual")
-	return graph.New("loan-review").
+	return graph.New(GraphID).
 		Name("Loan review").
+		Description("Fan-out to two checks, a join, a guarded branch, an approval interrupt and a summary.").
 		Input("customer", schema.String(), graph.Required()).
 		Input("amount", schema.Float(), graph.Required()).
 		State("checks", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
@@ -49,10 +54,10 @@ func Graph() (*graph.Graph, error) {
 		State("decided_by", schema.String()).
 		State("summary", schema.String()).
 		Node("intake", "demo.intake").
-		Node("credit_check", "demo.credit_check", graph.Retry(3, 20)).
+		Node("credit_check", "demo.credit_check", graph.Retry(3, 20), graph.Label("credit check (flaky)")).
 		Node("fraud_check", "demo.fraud_check").
 		Node("decide", "demo.decide").
-		Node("manager_approval", "demo.manager_approval").
+		Node("manager_approval", "demo.manager_approval", graph.Label("manager approval (interrupt)")).
 		Node("auto_approve", "demo.auto_approve").
 		Node("summarize", "demo.summarize").
 		Edge("start", graph.Start, "intake").
@@ -75,17 +80,24 @@ type decideConfig struct {
 	ManualAbove float64 `json:"manual_above"`
 }
 
-// Registry returns the demo's node implementations.
+// Flaky reports whether the credit bureau fails the first attempt for an
+// application of this amount: it does for every amount whose hundreds are
+// odd, so a batch shows runs that retry next to runs that do not.
+func Flaky(amount float64) bool { return int64(amount/100)%2 == 1 }
+
+// Registry returns the demo's node implementations (the built-in example
+// nodes of `docket worker`).
 func Registry() *node.Registry {
 	return node.NewRegistry().
-		MustRegister("demo.intake", node.Func(func(_ context.Context, state map[string]any) (map[string]any, error) {
+		MustRegister("demo.intake", node.Func(func(_ context.Context, _ map[string]any) (map[string]any, error) {
 			return map[string]any{"checks": "intake"}, nil
 		})).
-		// The credit bureau is unavailable on the first attempt: the node
-		// returns an error, the retry policy parks the superstep and the
-		// second attempt succeeds. Its sibling's result waits meanwhile.
+		// The credit bureau is unavailable on the first attempt of some
+		// applications: the node returns an error, the retry policy parks
+		// the superstep and the second attempt succeeds. Its sibling's
+		// result waits in the checkpoint meanwhile.
 		MustRegister("demo.credit_check", node.New(nil, func(_ context.Context, in node.Input) (node.Output, error) {
-			if in.Task.Attempt == 1 {
+			if in.Task.Attempt == 1 && Flaky(number(in.State["amount"])) {
 				return node.Output{}, errors.New("credit bureau unavailable")
 			}
 			return node.Update(map[string]any{"checks": "credit", "score": 720}), nil
@@ -95,10 +107,9 @@ func Registry() *node.Registry {
 		})).
 		// decide's config schema carries a default the compiler fills in.
 		MustRegister("demo.decide", node.Typed(
-			schema.Object(map[string]*schema.Schema{"manual_above": schema.Float().WithDefault(1000.0)}),
+			schema.Object(map[string]*schema.Schema{"manual_above": schema.Float().WithDefault(ManualReviewAbove)}),
 			func(_ context.Context, state map[string]any, cfg decideConfig) (map[string]any, error) {
-				amount, _ := state["amount"].(float64)
-				if amount > cfg.ManualAbove {
+				if number(state["amount"]) > cfg.ManualAbove {
 					return map[string]any{"route": "manual"}, nil
 				}
 				return map[string]any{"route": "auto"}, nil
@@ -119,106 +130,27 @@ func Registry() *node.Registry {
 			return map[string]any{"approval": "approved", "decided_by": "policy"}, nil
 		})).
 		MustRegister("demo.summarize", node.Func(func(_ context.Context, state map[string]any) (map[string]any, error) {
-			checks := fmt.Sprint(state["checks"])
-			return map[string]any{"summary": fmt.Sprintf("%v: %v %v by %v after checks %s",
-				state["customer"], state["amount"], state["approval"], state["decided_by"], checks)}, nil
+			return map[string]any{"summary": fmt.Sprintf("%v: %v %v by %v after checks %v",
+				state["customer"], state["amount"], state["approval"], state["decided_by"], state["checks"])}, nil
 		}))
 }
 
-// Result is a finished demo run with every checkpoint of both calls.
-type Result struct {
-	Run         *run.Run
-	Checkpoints []run.Checkpoint
+// number reads a float field, which also accepts integers.
+func number(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int64:
+		return float64(n)
+	}
+	return 0
 }
 
-// Execute runs the demo inline: it drives the run until it waits for
-// approval, resolves the interrupt with "approved", and drives it to the
-// end. opts are passed to both inline calls (tests inject a clock or a
-// sleeper).
-func Execute(ctx context.Context, opts ...inline.Option) (*Result, error) {
-	g, err := Graph()
-	if err != nil {
-		return nil, err
+// ManagerDecision is how the demo's "manager" answers an approval
+// interrupt: amounts up to 10 000 are approved, larger ones rejected.
+func ManagerDecision(amount float64) string {
+	if amount > 10000 {
+		return "rejected"
 	}
-	opts = append([]inline.Option{inline.WithRegistry(Registry())}, opts...)
-	r, cps, err := inline.RunInline(ctx, g, Input, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("demo: run: %w", err)
-	}
-	if r.Status != run.StatusWaiting {
-		return nil, fmt.Errorf("demo: expected the run to wait for approval, it is %s", r.Status)
-	}
-	r, more, err := inline.ResolveInterruptInline(ctx, r, ApprovalInterruptID, "approved", g, opts...)
-	cps = append(cps, more...)
-	if err != nil {
-		return nil, fmt.Errorf("demo: resolve approval: %w", err)
-	}
-	return &Result{Run: r, Checkpoints: cps}, nil
-}
-
-// Run executes the demo and writes its outcome and checkpoint timeline to w.
-func Run(ctx context.Context, w io.Writer) error {
-	res, err := Execute(ctx)
-	if err != nil {
-		return err
-	}
-	return Print(w, res)
-}
-
-// Print writes the run's status, output and checkpoint timeline.
-func Print(w io.Writer, res *Result) error {
-	r := res.Run
-	fmt.Fprintf(w, "run %s of %s: %s after %d supersteps\n\n", r.ID, r.GraphID, r.Status, r.Step)
-	fmt.Fprintln(w, "output:")
-	for _, k := range sortedKeys(r.Output) {
-		fmt.Fprintf(w, "  %-9s %v\n", k+":", r.Output[k])
-	}
-	fmt.Fprintln(w, "\ncheckpoints:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SEQ\tTYPE\tSTEP\tDISPOSITION\tEVENTS")
-	for _, cp := range res.Checkpoints {
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\n", cp.Seq, cp.Type, cp.Run.Step, disposition(cp.Metadata), describeEvents(cp.Events))
-	}
-	return tw.Flush()
-}
-
-func disposition(metadata map[string]any) string {
-	kind, _ := metadata["wake_disposition"].(string)
-	if reason, ok := metadata["park_reason"].(string); ok && reason != "" {
-		return kind + " (" + reason + ")"
-	}
-	return kind
-}
-
-// describeEvents lists the runtime events of a checkpoint (the final
-// checkpoint_committed fact is implied) with the node or edge they concern.
-func describeEvents(events []run.Event) string {
-	var parts []string
-	for _, e := range events {
-		if e.Type == run.EventCheckpointCommitted {
-			continue
-		}
-		part := string(e.Type)
-		switch {
-		case e.Type == run.EventNodeFailed:
-			part += fmt.Sprintf(" %s#%v: %v", e.NodeID, e.Payload["attempt"], e.Payload["reason"])
-		case e.NodeID != "":
-			part += " " + e.NodeID
-		case e.Type == run.EventEdgeTriggered:
-			part += fmt.Sprintf(" %v", e.Payload["edge_id"])
-		case e.ChannelID != "":
-			part += " " + e.ChannelID
-		}
-		parts = append(parts, part)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return "approved"
 }

@@ -9,27 +9,23 @@ import (
 // newRootCommand builds the docket command tree.
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "docket",
-		Short: "Durable graph workflows on PostgreSQL",
-		Long: "Docket runs graph workflows in supersteps with durable checkpoints,\n" +
-			"retries with backoff and interrupts for outside input.",
+		Use:           "docket",
+		Short:         "Durable graph workflows on PostgreSQL",
 		SilenceUsage:  true,
 		SilenceErrors: true, // main prints the error once
 	}
-	root.AddCommand(newDemoCommand())
-	return root
-}
-
-func newDemoCommand() *cobra.Command {
-	return &cobra.Command{
+	root.AddCommand(&cobra.Command{
 		Use:   "demo",
-		Short: "Run the example workflow inline and print its checkpoint timeline",
-		Long: "demo runs a small loan-review workflow in this process, without a database:\n" +
-			"a fan-out to two checks (one fails once and is retried), a join, a guarded\n" +
-			"branch, an approval interrupt that the demo resolves, and a summary.",
-		Args: cobra.NoArgs,
+		Short: "Run the example workflow inline",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return demo.Run(cmd.Context(), cmd.OutOrStdout())
+			res, err := demo.Execute(cmd.Context())
+			if err != nil {
+				return err
+			}
+			cmd.Printf("run %s: %s after %d supersteps\n", res.Run.ID, res.Run.Status, res.Run.Step)
+			return nil
 		},
-	}
+	})
+	return root
 }

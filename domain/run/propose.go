@@ -55,9 +55,16 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 	}
 	next.CheckpointSeq = baseCheckpoint + 1
 
-	events := make([]Event, 0, len(runtimeEvents)+1)
+	// Propose owns runtimeEvents: they are numbered in place, and their
+	// array holds the final event too when the caller left room for it.
+	events := runtimeEvents
+	if cap(events) == len(events) {
+		events = make([]Event, len(runtimeEvents), len(runtimeEvents)+1)
+		copy(events, runtimeEvents)
+	}
 	seq := baseEvent
-	for _, e := range runtimeEvents {
+	for i := range events {
+		e := &events[i]
 		seq++
 		e.RunID = next.ID
 		e.Seq = seq
@@ -66,7 +73,6 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 			e.Payload = map[string]any{}
 		}
 		e.Metadata = map[string]any{}
-		events = append(events, e)
 	}
 
 	added := addedPendingWrites(committedWrites, next.PendingWrites)
@@ -182,7 +188,7 @@ func checkpointMetadata(next *Run, events []Event, added []PendingWrite, ctype C
 	tasks := sortedTasks(next.ActiveTasks)
 	metadata := map[string]any{
 		metaCheckpointSeq:   next.CheckpointSeq,
-		metaCheckpointType:  string(ctype),
+		metaCheckpointType:  boxString(string(ctype)),
 		metaGraphStep:       int64(next.Step),
 		metaActiveSuperstep: activeSuperstep(next, tasks),
 		metaNodeAttempts:    nodeAttempts(events, tasks, added),
@@ -192,11 +198,11 @@ func checkpointMetadata(next *Run, events []Event, added []PendingWrite, ctype C
 }
 
 func setDisposition(metadata map[string]any, d Disposition) {
-	metadata[metaWakeDisposition] = string(d.Kind)
+	metadata[metaWakeDisposition] = boxString(string(d.Kind))
 	if d.Kind == DispositionContinue {
 		metadata[metaParkReason] = nil
 	} else {
-		metadata[metaParkReason] = d.Reason
+		metadata[metaParkReason] = boxString(d.Reason)
 	}
 }
 
@@ -294,7 +300,7 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 			"task_id":                e.TaskID,
 			"node_id":                e.NodeID,
 			"attempted":              attempt,
-			"outcome":                outcome,
+			"outcome":                boxString(outcome),
 			"next_scheduled_attempt": next,
 		})
 		listed[e.TaskID] = true
@@ -311,7 +317,7 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 			"task_id":                w.TaskID,
 			"node_id":                w.NodeID,
 			"attempted":              int64(w.Attempt),
-			"outcome":                outcome,
+			"outcome":                boxString(outcome),
 			"next_scheduled_attempt": nil,
 		})
 	}
@@ -328,4 +334,34 @@ func positiveInt(v any) (int64, bool) {
 		return int64(n), n > 0
 	}
 	return 0, false
+}
+
+// boxed holds the metadata vocabulary (checkpoint types, dispositions, park
+// reasons, attempt outcomes) already converted to any: metadata is built
+// for every moment, and converting a string to an interface allocates.
+var boxed = func() map[string]any {
+	words := []string{
+		string(CheckpointRunInitialized), string(CheckpointStepCommitted), string(CheckpointRetryScheduled),
+		string(CheckpointInterruptRequested), string(CheckpointInterruptResolved), string(CheckpointRunCompleted),
+		string(CheckpointRunFailed), string(CheckpointRunCancelled),
+		string(DispositionContinue), string(DispositionImmediate), string(DispositionAt),
+		string(DispositionExternal), string(DispositionTerminal),
+		ReasonDrainBudget, ReasonInterruptResolved, ReasonRetryBackoff, ReasonAwaitingInterrupts,
+		ReasonRunCompleted, ReasonRunFailed, ReasonRunCancelled,
+		OutcomeCompleted, OutcomeFailed, OutcomeInterrupted, OutcomePendingUpdate, OutcomePendingInterrupt,
+	}
+	m := make(map[string]any, len(words))
+	for _, w := range words {
+		m[w] = w
+	}
+	return m
+}()
+
+// boxString returns s as an interface value, shared when s is one of the
+// metadata words.
+func boxString(s string) any {
+	if v, ok := boxed[s]; ok {
+		return v
+	}
+	return s
 }

@@ -2,14 +2,16 @@ package value
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -81,11 +83,16 @@ func ParseNumber(s string) (any, error) {
 // except that floats always read back as floats (1.0, not 1). Equal values
 // give equal bytes regardless of map iteration order.
 func Canonical(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := AppendCanonical(&buf, v); err != nil {
+	scratch := getScratch()
+	defer putScratch(scratch)
+	b, err := appendCanonical(scratch.b[:0], v)
+	scratch.b = b
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	// The scratch buffer goes back to the pool; the caller gets exactly
+	// the bytes, in one allocation.
+	return bytes.Clone(b), nil
 }
 
 // MustCanonical is Canonical for values already known to be portable.
@@ -97,184 +104,295 @@ func MustCanonical(v any) []byte {
 	return b
 }
 
-// AppendCanonical writes the canonical encoding of v to buf.
+// AppendCanonical writes the canonical encoding of v to buf. On error buf
+// is left unchanged.
 func AppendCanonical(buf *bytes.Buffer, v any) error {
+	b, err := appendCanonical(buf.AvailableBuffer(), v)
+	if err != nil {
+		return err
+	}
+	buf.Write(b)
+	return nil
+}
+
+// scratch is a reusable encoding buffer. Canonical encodings are computed
+// on every planned superstep (input hashes), so their buffers are pooled.
+type scratch struct{ b []byte }
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{b: make([]byte, 0, 512)} }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// maxPooledScratch keeps one huge document from pinning its buffer.
+const maxPooledScratch = 64 << 10
+
+func putScratch(s *scratch) {
+	if cap(s.b) > maxPooledScratch {
+		return
+	}
+	scratchPool.Put(s)
+}
+
+// appendCanonical appends the canonical encoding of v to dst. The []string
+// and int cases are conveniences for callers that encode Go slices of IDs
+// and counts; they encode as the portable list and integer they stand for.
+func appendCanonical(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		return append(dst, "null"...), nil
 	case bool:
 		if x {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
+			return append(dst, "true"...), nil
 		}
+		return append(dst, "false"...), nil
 	case string:
-		appendString(buf, x)
+		return appendString(dst, x), nil
 	case int64:
-		buf.WriteString(strconv.FormatInt(x, 10))
+		return strconv.AppendInt(dst, x, 10), nil
 	case int:
-		buf.WriteString(strconv.Itoa(x))
+		return strconv.AppendInt(dst, int64(x), 10), nil
 	case float64:
-		s, err := FormatFloat(x)
-		if err != nil {
-			return err
-		}
-		buf.WriteString(s)
+		return appendFloat(dst, x)
 	case []any:
-		buf.WriteByte('[')
+		dst = append(dst, '[')
 		for i, e := range x {
 			if i > 0 {
-				buf.WriteByte(',')
+				dst = append(dst, ',')
 			}
-			if err := AppendCanonical(buf, e); err != nil {
-				return err
+			var err error
+			if dst, err = appendCanonical(dst, e); err != nil {
+				return dst, err
 			}
 		}
-		buf.WriteByte(']')
+		return append(dst, ']'), nil
 	case []string:
-		buf.WriteByte('[')
+		dst = append(dst, '[')
 		for i, e := range x {
 			if i > 0 {
-				buf.WriteByte(',')
+				dst = append(dst, ',')
 			}
-			appendString(buf, e)
+			dst = appendString(dst, e)
 		}
-		buf.WriteByte(']')
+		return append(dst, ']'), nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sortUTF16(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			appendString(buf, k)
-			buf.WriteByte(':')
-			if err := AppendCanonical(buf, x[k]); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
-	default:
-		return &NotPortableError{Reason: fmt.Sprintf("unsupported type %T", v)}
+		return appendObject(dst, x)
 	}
-	return nil
+	return dst, &NotPortableError{Reason: fmt.Sprintf("unsupported type %T", v)}
+}
+
+// smallObject is the number of keys sorted in a stack array; larger maps
+// allocate their key list.
+const smallObject = 16
+
+func appendObject(dst []byte, m map[string]any) ([]byte, error) {
+	var stack [smallObject]string
+	keys := stack[:0]
+	if len(m) > smallObject {
+		keys = make([]string, 0, len(m))
+	}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortUTF16(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendCanonical(dst, m[k]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // FormatFloat formats f the way ECMAScript's Number.prototype.toString does
 // (as RFC 8785 requires), appending ".0" when that form would read back as an
 // integer.
 func FormatFloat(f float64) (string, error) {
+	var stack [40]byte
+	b, err := appendFloat(stack[:0], f)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// appendFloat appends FormatFloat's text of f to dst.
+func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "", &NotPortableError{Reason: "NaN and infinities are not portable"}
+		return dst, &NotPortableError{Reason: "NaN and infinities are not portable"}
 	}
 	if f == 0 {
-		return "0.0", nil
+		return append(dst, "0.0"...), nil
 	}
-	sign := ""
 	if f < 0 {
-		sign = "-"
+		dst = append(dst, '-')
 		f = -f
 	}
-	// Shortest round-trip digits and decimal exponent.
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±XX
-	mant, expPart, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	exp, _ := strconv.Atoi(expPart)
+	// Shortest round-trip digits and decimal exponent: "d.dddde±XX".
+	var stack [32]byte
+	e := strconv.AppendFloat(stack[:0], f, 'e', -1, 64)
+	ePos := bytes.IndexByte(e, 'e')
+	exp := parseExponent(e[ePos+1:])
+	var digitBuf [24]byte
+	digits := append(digitBuf[:0], e[0])
+	if ePos > 1 {
+		digits = append(digits, e[2:ePos]...) // skip the '.'
+	}
 	k := len(digits)
 	n := exp + 1
-	var s string
 	switch {
 	case k <= n && n <= 21:
-		s = digits + strings.Repeat("0", n-k) + ".0"
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+		return append(dst, ".0"...), nil
 	case 0 < n && n <= 21:
-		s = digits[:n] + "." + digits[n:]
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		return append(dst, digits[n:]...), nil
 	case -6 < n && n <= 0:
-		s = "0." + strings.Repeat("0", -n) + digits
-	default:
-		s = digits[:1]
-		if k > 1 {
-			s += "." + digits[1:]
+		dst = append(dst, "0."...)
+		for range -n {
+			dst = append(dst, '0')
 		}
-		if n-1 >= 0 {
-			s += "e+" + strconv.Itoa(n-1)
-		} else {
-			s += "e-" + strconv.Itoa(-(n - 1))
-		}
+		return append(dst, digits...), nil
 	}
-	return sign + s, nil
+	dst = append(dst, digits[0])
+	if k > 1 {
+		dst = append(dst, '.')
+		dst = append(dst, digits[1:]...)
+	}
+	if n-1 >= 0 {
+		dst = append(dst, "e+"...)
+		return strconv.AppendInt(dst, int64(n-1), 10), nil
+	}
+	dst = append(dst, "e-"...)
+	return strconv.AppendInt(dst, int64(-(n - 1)), 10), nil
+}
+
+// parseExponent reads strconv's exponent text ("+21", "-07").
+func parseExponent(b []byte) int {
+	n := 0
+	for _, c := range b[1:] {
+		n = n*10 + int(c-'0')
+	}
+	if b[0] == '-' {
+		return -n
+	}
+	return n
 }
 
 const hexDigits = "0123456789abcdef"
 
-func appendString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
+// appendString appends s as a JSON string with minimal escaping; invalid
+// UTF-8 bytes become \ufffd.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is pending plain text
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"':
-				buf.WriteString(`\"`)
+				dst = append(dst, `\"`...)
 			case '\\':
-				buf.WriteString(`\\`)
+				dst = append(dst, `\\`...)
 			case '\b':
-				buf.WriteString(`\b`)
+				dst = append(dst, `\b`...)
 			case '\f':
-				buf.WriteString(`\f`)
+				dst = append(dst, `\f`...)
 			case '\n':
-				buf.WriteString(`\n`)
+				dst = append(dst, `\n`...)
 			case '\r':
-				buf.WriteString(`\r`)
+				dst = append(dst, `\r`...)
 			case '\t':
-				buf.WriteString(`\t`)
+				dst = append(dst, `\t`...)
 			default:
-				if c < 0x20 {
-					buf.WriteString(`\u00`)
-					buf.WriteByte(hexDigits[c>>4])
-					buf.WriteByte(hexDigits[c&0xf])
-				} else {
-					buf.WriteByte(c)
-				}
+				dst = append(dst, `\u00`...)
+				dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			buf.WriteString(`\ufffd`)
-		} else {
-			buf.WriteString(s[i : i+size])
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
 		}
 		i += size
 	}
-	buf.WriteByte('"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // sortUTF16 sorts keys by their UTF-16 code units, as RFC 8785 requires.
-// For keys without supplementary-plane characters this equals byte order.
+// Byte order of valid UTF-8 is code point order, which differs from UTF-16
+// order only when a supplementary-plane character (a four-byte sequence,
+// lead byte >= 0xF0) meets U+E000..U+FFFF; so the plain byte sort is exact
+// unless a key holds a four-byte sequence or invalid UTF-8.
 func sortUTF16(keys []string) {
-	sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
-}
-
-func lessUTF16(a, b string) bool {
-	ascii := true
-	for i := 0; i < len(a) && ascii; i++ {
-		ascii = a[i] < utf8.RuneSelf
-	}
-	for i := 0; i < len(b) && ascii; i++ {
-		ascii = b[i] < utf8.RuneSelf
-	}
-	if ascii {
-		return a < b
-	}
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
+	for _, k := range keys {
+		for i := 0; i < len(k); i++ {
+			if c := k[i]; c >= utf8.RuneSelf && (c >= 0xF0 || !utf8.ValidString(k)) {
+				slices.SortFunc(keys, compareUTF16)
+				return
+			}
 		}
 	}
-	return len(ua) < len(ub)
+	slices.Sort(keys)
+}
+
+// compareUTF16 compares two strings by UTF-16 code units; invalid UTF-8
+// bytes compare as U+FFFD (the text they encode as). Keys whose units tie
+// fall back to byte order, so the sort is deterministic.
+func compareUTF16(a, b string) int {
+	if c := compareUnits(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func compareUnits(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		a, b = a[na:], b[nb:]
+		if ra == rb {
+			continue
+		}
+		ua1, ua2 := utf16Units(ra)
+		ub1, ub2 := utf16Units(rb)
+		if ua1 != ub1 {
+			return cmp.Compare(ua1, ub1)
+		}
+		if ua2 != ub2 {
+			return cmp.Compare(ua2, ub2)
+		}
+	}
+	return cmp.Compare(len(a), len(b)) // one is empty: the shorter sorts first
+}
+
+// utf16Units returns r's UTF-16 code units; the second is 0 for a
+// single-unit character (0 is below every low surrogate, so a single unit
+// followed by more text still compares correctly against a pair).
+func utf16Units(r rune) (uint16, uint16) {
+	if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError || r2 != utf8.RuneError {
+		return uint16(r1), uint16(r2)
+	}
+	return uint16(r), 0
 }
