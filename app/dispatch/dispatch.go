@@ -1,0 +1,485 @@
+// Package dispatch is the claim loop of one engine instance: it asks the
+// run store for due runs (RunStore.ClaimDue through the instance's
+// admission phase) up to its free concurrency, and hands each lease to a
+// vehicle goroutine. Wake announcements shorten the wait; a jittered poll
+// interval is the correctness path, so a lost announcement only costs
+// latency. Claims are single store statements made outside any
+// transaction: nothing is held open while node code runs.
+//
+// Recovery of crashed workers is the store's job: every request carries
+// the orphan TTL, and expired claims are stolen by whoever polls next.
+// The dispatcher does not drive runs (package vehicle does) and holds no
+// durable state; losing it loses nothing.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/ports"
+)
+
+// Poll sources (bounded telemetry labels).
+const (
+	SourceInitial      = "initial"
+	SourceNotification = "notification"
+	SourceScheduled    = "scheduled"
+	SourceVehicleExit  = "vehicle_exit"
+	SourceCoalesced    = "coalesced"
+)
+
+// Telemetry fact names.
+const (
+	FactPoll     = "docket.dispatcher.poll"
+	FactState    = "docket.dispatcher.state"
+	FactShutdown = "docket.dispatcher.shutdown"
+)
+
+// ErrStopped is returned by Start on a dispatcher that was already
+// started or stopped.
+var ErrStopped = errors.New("dispatch: dispatcher already started or stopped")
+
+// Config wires a dispatcher. The engine validates values; New checks only
+// that the required collaborators are present.
+type Config struct {
+	Runs  ports.RunStore // required
+	Phase *claim.Phase   // required: the instance's admission phase
+	Clock ports.Clock    // nil: ports.SystemClock
+	// Notifier, when set, wakes the dispatcher on announcements.
+	Notifier         ports.Notifier
+	Concurrency      int           // > 0
+	PollInterval     time.Duration // > 0
+	OrphanTTL        time.Duration
+	MaxClaimAttempts int // > 0
+	// DrainTimeout bounds Stop's wait for in-flight work (0: no wait).
+	DrainTimeout time.Duration
+	// Jitter returns the next poll delay for an interval n; the result is
+	// clamped to [1ms, n] (default uniform in (0, n]).
+	Jitter func(n time.Duration) time.Duration
+	// OnPoisoned is told about runs admission poisoned. Best effort: it
+	// runs in its own goroutine and a panic is logged.
+	OnPoisoned func(ctx context.Context, poisoned []ports.PoisonOutcome)
+	// Drive runs one lease to completion (the vehicle); it is called in its
+	// own goroutine. ctx ends when Stop gives up waiting.
+	Drive     func(ctx context.Context, lease ports.Lease) // required
+	Telemetry ports.Telemetry                              // nil: ports.NopTelemetry
+	Logger    *slog.Logger                                 // nil: slog.Default()
+}
+
+// Dispatcher is one instance's claim loop.
+type Dispatcher struct {
+	cfg Config
+
+	wake     chan struct{} // notifications, coalesced
+	requests chan struct{} // RequestPoll, coalesced
+	exits    chan struct{}
+	pollDone chan pollResult
+	stop     chan stopRequest
+
+	// pollCtx bounds ClaimDue calls; vehicleCtx bounds vehicles. Both are
+	// made by Start and end only when Stop gives up waiting.
+	pollCtx, vehicleCtx       context.Context
+	cancelPoll, cancelVehicle context.CancelFunc
+	cancelListen              context.CancelFunc
+
+	mu      sync.Mutex
+	started bool
+	done    chan struct{} // closed when the loop has returned
+	side    sync.WaitGroup
+}
+
+type pollResult struct {
+	batch   *ports.ClaimBatch
+	err     error
+	source  string
+	demand  int
+	elapsed time.Duration
+}
+
+type stopRequest struct {
+	ctx   context.Context
+	reply chan error
+}
+
+// New returns a dispatcher that is not running yet.
+func New(cfg Config) (*Dispatcher, error) {
+	switch {
+	case cfg.Runs == nil:
+		return nil, errors.New("dispatch: Runs is required")
+	case cfg.Phase == nil:
+		return nil, errors.New("dispatch: Phase is required")
+	case cfg.Drive == nil:
+		return nil, errors.New("dispatch: Drive is required")
+	case cfg.Concurrency < 1:
+		return nil, errors.New("dispatch: Concurrency must be at least 1")
+	case cfg.PollInterval <= 0:
+		return nil, errors.New("dispatch: PollInterval must be positive")
+	case cfg.MaxClaimAttempts < 1:
+		return nil, errors.New("dispatch: MaxClaimAttempts must be at least 1")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = ports.SystemClock{}
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = uniform
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = ports.NopTelemetry{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Dispatcher{
+		cfg:      cfg,
+		wake:     make(chan struct{}, 1),
+		requests: make(chan struct{}, 1),
+		exits:    make(chan struct{}, cfg.Concurrency),
+		pollDone: make(chan pollResult, 1),
+		stop:     make(chan stopRequest),
+		done:     make(chan struct{}),
+	}
+	return d, nil
+}
+
+// Start launches the loop (and the listener when a notifier is set). ctx
+// carries values only: the dispatcher runs until Stop.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return ErrStopped
+	}
+	d.started = true
+	base := context.WithoutCancel(ctx)
+	d.pollCtx, d.cancelPoll = context.WithCancel(base)
+	d.vehicleCtx, d.cancelVehicle = context.WithCancel(base)
+	if d.cfg.Notifier != nil {
+		var listenCtx context.Context
+		listenCtx, d.cancelListen = context.WithCancel(base)
+		// Subscribe before the initial poll, so every announcement made
+		// after Start returns reaches this dispatcher.
+		ch, err := d.cfg.Notifier.Listen(listenCtx)
+		d.side.Go(func() { d.listen(listenCtx, ch, err) })
+	}
+	go d.loop()
+	return nil
+}
+
+// RequestPoll asks for a poll now; bursts collapse into one.
+func (d *Dispatcher) RequestPoll() {
+	select {
+	case d.requests <- struct{}{}:
+	default:
+	}
+}
+
+// Stop drains: no new claims; a poll in flight is waited for and its
+// leases are released, not launched; then in-flight vehicles are waited
+// for, up to DrainTimeout or ctx's end, whichever comes first. Vehicles
+// still running then have their context cancelled and are not released:
+// their claims expire after the orphan TTL and another instance recovers
+// them. Stop returns context.DeadlineExceeded when it gave up waiting,
+// and nil when everything drained. Stopping a dispatcher that never
+// started returns nil.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	started := d.started
+	d.started = true // a later Start must fail
+	d.mu.Unlock()
+	if !started {
+		return nil
+	}
+	req := stopRequest{ctx: ctx, reply: make(chan error, 1)}
+	select {
+	case d.stop <- req:
+		return <-req.reply
+	case <-d.done:
+		return nil
+	}
+}
+
+// loop owns all accounting: in-flight vehicles, the poll in flight, the
+// pending flag and the timer.
+func (d *Dispatcher) loop() {
+	defer close(d.done)
+	var (
+		inFlight      int
+		polling       bool
+		pending       bool
+		pendingSource string
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+
+	arm := func() { timer.Reset(d.nextDelay()) }
+	startPoll := func(source string) {
+		timer.Stop()
+		demand := d.cfg.Concurrency - inFlight
+		if demand <= 0 {
+			arm()
+			return
+		}
+		polling = true
+		d.poll(source, demand)
+	}
+	request := func(source string) {
+		if polling {
+			if !pending {
+				pending, pendingSource = true, source
+			}
+			return
+		}
+		startPoll(source)
+	}
+
+	startPoll(SourceInitial)
+	for {
+		select {
+		case <-d.wake:
+			request(SourceNotification)
+		case <-d.requests:
+			request(SourceCoalesced)
+		case <-timer.C:
+			request(SourceScheduled)
+		case <-d.exits:
+			inFlight--
+			request(SourceVehicleExit)
+		case res := <-d.pollDone:
+			polling = false
+			launched, poisoned := d.handle(res, inFlight, false)
+			inFlight += launched
+			if poisoned && inFlight < d.cfg.Concurrency && !pending {
+				pending, pendingSource = true, SourceCoalesced
+			}
+			if pending {
+				pending = false
+				startPoll(pendingSource)
+			} else {
+				arm()
+			}
+		case req := <-d.stop:
+			timer.Stop()
+			req.reply <- d.shutdown(req.ctx, polling, inFlight)
+			return
+		}
+	}
+}
+
+// poll runs one admission in its own goroutine so the loop stays
+// responsive.
+func (d *Dispatcher) poll(source string, demand int) {
+	go func() {
+		started := time.Now()
+		ctx, span := d.cfg.Telemetry.StartSpan(d.pollCtx, "dispatcher.claim")
+		batch, err := claim.Admit(d.cfg.Phase, demand, func(pref claim.Preference) (*ports.ClaimBatch, error) {
+			return d.cfg.Runs.ClaimDue(ctx, claim.Request{
+				Now:              d.cfg.Clock.Now(),
+				Limit:            demand,
+				OrphanTTL:        d.cfg.OrphanTTL,
+				MaxClaimAttempts: d.cfg.MaxClaimAttempts,
+				Preference:       pref,
+			})
+		})
+		result := ports.ResultOK
+		if err != nil {
+			result = ports.ResultError
+		}
+		span.End(result, nil)
+		d.pollDone <- pollResult{batch: batch, err: err, source: source, demand: demand, elapsed: time.Since(started)}
+	}()
+}
+
+// handle launches the leases of one poll (or releases them when
+// draining) and reports how many vehicles started and whether admission
+// poisoned anything.
+func (d *Dispatcher) handle(res pollResult, inFlight int, draining bool) (launched int, poisoned bool) {
+	leases, poisonedN, ready, expired := 0, 0, 0, 0
+	result := ports.ResultOK
+	defer func() {
+		d.cfg.Telemetry.Emit(context.Background(), FactPoll, ports.Measurements{
+			"duration_ms":        float64(res.elapsed) / float64(time.Millisecond),
+			"demand":             float64(res.demand),
+			"concurrency":        float64(d.cfg.Concurrency),
+			"in_flight":          float64(inFlight),
+			"leases":             float64(leases),
+			"poisoned":           float64(poisonedN),
+			"ready_candidates":   float64(ready),
+			"expired_candidates": float64(expired),
+		}, ports.Label{Key: "result", Value: result}, ports.Label{Key: "source", Value: res.source})
+		d.cfg.Telemetry.Emit(context.Background(), FactState, ports.Measurements{
+			"concurrency": float64(d.cfg.Concurrency),
+			"demand":      float64(max(d.cfg.Concurrency-inFlight-launched, 0)),
+			"in_flight":   float64(inFlight + launched),
+		})
+	}()
+	if res.err != nil {
+		result = ports.ResultError
+		if !errors.Is(res.err, context.Canceled) {
+			d.cfg.Logger.Warn("docket claim poll failed; retrying on the next poll", slog.String("error", res.err.Error()))
+		}
+		return 0, false
+	}
+	leases, poisonedN = len(res.batch.Leases), len(res.batch.Poisoned)
+	ready, expired = res.batch.ReadyCandidates, res.batch.ExpiredCandidates
+	if poisonedN > 0 {
+		d.poisoned(res.batch.Poisoned)
+	}
+	for _, lease := range res.batch.Leases {
+		if draining || inFlight+launched >= d.cfg.Concurrency {
+			d.release(lease)
+			continue
+		}
+		launched++
+		go d.run(lease)
+	}
+	return launched, poisonedN > 0
+}
+
+// run drives one lease and reports its exit. A panic that escapes the
+// vehicle leaves the claim to expire.
+func (d *Dispatcher) run(lease ports.Lease) {
+	defer func() { d.exits <- struct{}{} }()
+	defer func() {
+		if p := recover(); p != nil {
+			d.cfg.Logger.Error("docket vehicle panicked; the claim will expire after the orphan TTL",
+				slog.String("run_id", lease.RunID), slog.String("panic", fmt.Sprint(p)))
+		}
+	}()
+	d.cfg.Drive(d.vehicleCtx, lease)
+}
+
+func (d *Dispatcher) release(lease ports.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.cfg.Runs.ReleaseClaim(ctx, lease.RunID, lease.Token, d.cfg.Clock.Now()); err != nil {
+		d.cfg.Logger.Warn("docket claim release failed; the claim will expire after the orphan TTL",
+			slog.String("run_id", lease.RunID), slog.String("error", err.Error()))
+	}
+}
+
+func (d *Dispatcher) poisoned(outcomes []ports.PoisonOutcome) {
+	for _, p := range outcomes {
+		d.cfg.Logger.Warn("docket run poisoned by admission",
+			slog.String("run_id", p.RunID), slog.String("reason", p.PoisonReason))
+	}
+	if d.cfg.OnPoisoned == nil {
+		return
+	}
+	list := append([]ports.PoisonOutcome(nil), outcomes...)
+	d.side.Go(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				d.cfg.Logger.Warn("docket on_poisoned callback panicked", slog.String("panic", fmt.Sprint(p)))
+			}
+		}()
+		d.cfg.OnPoisoned(context.Background(), list)
+	})
+}
+
+// shutdown implements Stop inside the loop goroutine.
+func (d *Dispatcher) shutdown(ctx context.Context, polling bool, inFlight int) error {
+	started := time.Now()
+	if d.cancelListen != nil {
+		d.cancelListen()
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.DrainTimeout)
+	defer cancel()
+
+	if polling {
+		select {
+		case res := <-d.pollDone:
+			launched, _ := d.handle(res, inFlight, true)
+			inFlight += launched
+		case <-ctx.Done():
+			d.cancelPoll()
+		}
+	}
+	d.cancelPoll()
+	inFlight = d.awaitExits(inFlight, ctx.Done())
+	remaining := inFlight
+	if inFlight > 0 {
+		// Go cannot abandon a goroutine: cancel the stragglers and give them
+		// a moment to return. Their claims are not released.
+		d.cancelVehicle()
+		graceCtx, cancelGrace := context.WithTimeout(context.Background(), time.Second)
+		d.awaitExits(inFlight, graceCtx.Done())
+		cancelGrace()
+	}
+	d.cancelVehicle()
+	result := "drained"
+	if remaining > 0 {
+		result = "timeout"
+	}
+	d.cfg.Telemetry.Emit(context.Background(), FactShutdown, ports.Measurements{
+		"duration_ms":        float64(time.Since(started)) / float64(time.Millisecond),
+		"vehicles_remaining": float64(remaining),
+	}, ports.Label{Key: "result", Value: result})
+	d.side.Wait()
+	if remaining > 0 {
+		return fmt.Errorf("dispatch: %d vehicle(s) still running at the drain deadline: %w", remaining, context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// awaitExits waits for n vehicles to exit or for deadline, and returns
+// how many are still running.
+func (d *Dispatcher) awaitExits(n int, deadline <-chan struct{}) int {
+	for n > 0 {
+		select {
+		case <-d.exits:
+			n--
+		case <-deadline:
+			return n
+		}
+	}
+	return 0
+}
+
+// listen forwards announcements as coalesced wakes, resubscribing after a
+// failure (polling covers the gap). ch and err are the first
+// subscription's result.
+func (d *Dispatcher) listen(ctx context.Context, ch <-chan ports.Wake, err error) {
+	for {
+		if err != nil {
+			if ctx.Err() == nil {
+				d.cfg.Logger.Warn("docket wake listener failed; polling only until it recovers", slog.String("error", err.Error()))
+			}
+		} else {
+			// The listener reports notifications itself; this only forwards.
+			for range ch {
+				select {
+				case d.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d.cfg.PollInterval):
+		}
+		ch, err = d.cfg.Notifier.Listen(ctx)
+	}
+}
+
+// nextDelay is the jittered poll delay, clamped to [1ms, interval].
+func (d *Dispatcher) nextDelay() time.Duration {
+	n := d.cfg.PollInterval
+	lo := min(time.Millisecond, n)
+	return min(max(d.cfg.Jitter(n), lo), n)
+}
+
+// uniform returns a duration uniform in (0, n] at microsecond granularity.
+func uniform(n time.Duration) time.Duration {
+	units := int64(n / time.Microsecond)
+	if units <= 1 {
+		return n
+	}
+	return time.Duration(rand.Int64N(units)+1) * time.Microsecond
+}

@@ -1,0 +1,333 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/dispatch"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/ports"
+)
+
+const wait = 10 * time.Second
+
+// fakeStore answers ClaimDue through a per-test function and records
+// releases. Other RunStore methods are not used by the dispatcher.
+type fakeStore struct {
+	ports.RunStore
+	claim func(call int, r claim.Request) (*ports.ClaimBatch, error)
+
+	mu       sync.Mutex
+	requests []claim.Request
+	released []string
+	entered  chan int // call numbers, as ClaimDue is entered
+}
+
+func newFakeStore(claim func(call int, r claim.Request) (*ports.ClaimBatch, error)) *fakeStore {
+	return &fakeStore{claim: claim, entered: make(chan int, 100)}
+}
+
+func (s *fakeStore) ClaimDue(_ context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r)
+	call := len(s.requests)
+	s.mu.Unlock()
+	s.entered <- call
+	return s.claim(call, r)
+}
+
+func (s *fakeStore) ReleaseClaim(_ context.Context, runID string, _ ports.ClaimToken, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released = append(s.released, runID)
+	return nil
+}
+
+func (s *fakeStore) limits() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = r.Limit
+	}
+	return out
+}
+
+func (s *fakeStore) releases() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.released...)
+}
+
+func (s *fakeStore) waitCall(t *testing.T, n int) {
+	t.Helper()
+	for {
+		select {
+		case call := <-s.entered:
+			if call >= n {
+				return
+			}
+		case <-time.After(wait):
+			t.Fatalf("ClaimDue call %d never happened", n)
+		}
+	}
+}
+
+func leases(prefix string, n int) *ports.ClaimBatch {
+	b := &ports.ClaimBatch{}
+	for i := range n {
+		b.Leases = append(b.Leases, ports.Lease{RunID: fmt.Sprintf("%s%d", prefix, i), Token: ports.NewClaimToken("t"), Attempt: 1})
+	}
+	return b
+}
+
+func empty() *ports.ClaimBatch { return &ports.ClaimBatch{} }
+
+func newDispatcher(t *testing.T, store *fakeStore, edit func(*dispatch.Config)) *dispatch.Dispatcher {
+	t.Helper()
+	cfg := dispatch.Config{
+		Runs:             store,
+		Phase:            &claim.Phase{},
+		Concurrency:      3,
+		PollInterval:     time.Hour, // only explicit triggers poll
+		OrphanTTL:        time.Minute,
+		MaxClaimAttempts: 5,
+		DrainTimeout:     wait,
+		Drive:            func(context.Context, ports.Lease) {},
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	d, err := dispatch.New(cfg)
+	require.NoError(t, err)
+	return d
+}
+
+func TestDemandIsTheFreeConcurrency(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, r claim.Request) (*ports.ClaimBatch, error) {
+		if call > 2 {
+			return empty(), nil
+		}
+		return leases(fmt.Sprintf("c%d-", call), r.Limit), nil
+	})
+	release := make(chan struct{})
+	started := make(chan string, 10)
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Drive = func(_ context.Context, l ports.Lease) {
+			started <- l.RunID
+			<-release
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	for range 3 {
+		<-started
+	}
+	d.RequestPoll() // no free slot: no query
+	release <- struct{}{}
+	store.waitCall(t, 2)
+	<-started
+	assert.Equal(t, []int{3, 1}, store.limits(), "the first poll asks for every slot, the next for the one freed")
+	close(release)
+	require.NoError(t, d.Stop(context.Background()))
+	assert.Empty(t, store.releases(), "launched leases are the vehicles' to release")
+}
+
+func TestStopReleasesTheLeasesOfAPollInFlight(t *testing.T) {
+	t.Parallel()
+	unblock := make(chan struct{})
+	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) {
+		<-unblock
+		return leases("r", 2), nil
+	})
+	driven := make(chan string, 2)
+	n := &fakeNotifier{ch: make(chan ports.Wake), stopped: make(chan struct{})}
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Notifier = n
+		c.Drive = func(_ context.Context, l ports.Lease) { driven <- l.RunID }
+	})
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	stopped := make(chan error)
+	go func() { stopped <- d.Stop(context.Background()) }()
+	<-n.stopped // shutdown has begun: the listener is the first thing it ends
+	close(unblock)
+	require.NoError(t, <-stopped)
+	assert.ElementsMatch(t, []string{"r0", "r1"}, store.releases(), "leases claimed while stopping are handed back")
+	assert.Empty(t, driven, "nothing launches while stopping")
+}
+
+func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return leases("r", 1), nil
+		}
+		return empty(), nil
+	})
+	running := make(chan struct{})
+	cancelled := make(chan struct{})
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.DrainTimeout = 20 * time.Millisecond
+		c.Drive = func(ctx context.Context, _ ports.Lease) {
+			close(running)
+			<-ctx.Done()
+			close(cancelled)
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	<-running
+	err := d.Stop(context.Background())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	select {
+	case <-cancelled:
+	case <-time.After(wait):
+		t.Fatal("the straggling vehicle's context was not cancelled")
+	}
+	assert.Empty(t, store.releases(), "a straggler's claim is left to expire, not released")
+	assert.ErrorIs(t, d.Start(context.Background()), dispatch.ErrStopped)
+}
+
+func TestPoisonIsReportedAndTriggersAnImmediatePoll(t *testing.T) {
+	t.Parallel()
+	poison := ports.PoisonOutcome{RunID: "bad", PoisonReason: claim.ReasonMaxClaimAttempts}
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return &ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}, nil
+		}
+		return empty(), nil
+	})
+	reported := make(chan []ports.PoisonOutcome, 1)
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.OnPoisoned = func(_ context.Context, p []ports.PoisonOutcome) {
+			reported <- p
+			panic("callback bug") // best effort: must not hurt the dispatcher
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	select {
+	case p := <-reported:
+		assert.Equal(t, []ports.PoisonOutcome{poison}, p)
+	case <-time.After(wait):
+		t.Fatal("on_poisoned was not called")
+	}
+	store.waitCall(t, 2) // the re-poll comes without waiting for the hour-long timer
+	require.NoError(t, d.Stop(context.Background()))
+}
+
+func TestBurstsOfPollRequestsCollapseIntoOnePendingPoll(t *testing.T) {
+	t.Parallel()
+	unblock := make(chan struct{})
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			<-unblock
+		}
+		return empty(), nil
+	})
+	d := newDispatcher(t, store, nil)
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	for range 10 {
+		d.RequestPoll()
+		time.Sleep(time.Millisecond)
+	}
+	close(unblock)
+	store.waitCall(t, 2)
+	require.NoError(t, d.Stop(context.Background()))
+	// One request may still sit in the loop's mailbox when the pending poll
+	// starts; everything else collapses.
+	assert.LessOrEqual(t, len(store.limits()), 3, "ten requests during one poll make at most two more polls")
+}
+
+// fakeNotifier announces on demand and reports the end of its
+// subscription (closing stopped, when set).
+type fakeNotifier struct {
+	ch      chan ports.Wake
+	stopped chan struct{}
+}
+
+func (n *fakeNotifier) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	out := make(chan ports.Wake, 1)
+	go func() {
+		defer close(out)
+		if n.stopped != nil {
+			defer close(n.stopped)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case w := <-n.ch:
+				select {
+				case out <- w:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func TestAnnouncementsWakeTheDispatcher(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) { return empty(), nil })
+	n := &fakeNotifier{ch: make(chan ports.Wake)}
+	d := newDispatcher(t, store, func(c *dispatch.Config) { c.Notifier = n })
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	n.ch <- ports.Wake{}
+	store.waitCall(t, 2)
+	require.NoError(t, d.Stop(context.Background()))
+}
+
+func TestPollsCarryTheRequestSettings(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) { return empty(), nil })
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Clock = ports.ClockFunc(func() time.Time { return now })
+		c.Concurrency = 1
+	})
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	d.RequestPoll()
+	store.waitCall(t, 2)
+	require.NoError(t, d.Stop(context.Background()))
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	first, second := store.requests[0], store.requests[1]
+	assert.Equal(t, now, first.Now)
+	assert.Equal(t, time.Minute, first.OrphanTTL)
+	assert.Equal(t, 5, first.MaxClaimAttempts)
+	assert.Equal(t, 1, first.Limit)
+	assert.NotEqual(t, first.Preference, second.Preference, "demand-1 polls alternate ready and expired first")
+}
+
+func TestNewRejectsIncompleteConfigs(t *testing.T) {
+	t.Parallel()
+	base := func() dispatch.Config {
+		return dispatch.Config{Runs: newFakeStore(nil), Phase: &claim.Phase{}, Concurrency: 1, PollInterval: time.Second,
+			MaxClaimAttempts: 1, Drive: func(context.Context, ports.Lease) {}}
+	}
+	for name, edit := range map[string]func(*dispatch.Config){
+		"no store":         func(c *dispatch.Config) { c.Runs = nil },
+		"no phase":         func(c *dispatch.Config) { c.Phase = nil },
+		"no vehicle":       func(c *dispatch.Config) { c.Drive = nil },
+		"zero concurrency": func(c *dispatch.Config) { c.Concurrency = 0 },
+		"zero interval":    func(c *dispatch.Config) { c.PollInterval = 0 },
+		"zero attempts":    func(c *dispatch.Config) { c.MaxClaimAttempts = 0 },
+	} {
+		cfg := base()
+		edit(&cfg)
+		_, err := dispatch.New(cfg)
+		assert.Error(t, err, name)
+	}
+	_, err := dispatch.New(base())
+	assert.NoError(t, err)
+}

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/docketgo/docket/domain/run"
+)
+
+// AwaitRun waits up to timeout (>= 0) for the run to park for outside
+// input (waiting) or finish (done, failed, cancelled) and returns it.
+//
+// A poisoned run is reported at once as a *PoisonedError (errors.Is
+// ErrPoisoned) carrying its RunInfo: it will not move until
+// RetryPoisonedRun. When the timeout passes first the error is
+// ErrAwaitTimeout; when ctx ends first, ctx's error.
+//
+// The run is re-read every AwaitPollInterval and right after any commit
+// this engine makes; store wake announcements are not used because they
+// announce due work, never parks or terminal states.
+func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration) (*run.Run, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if timeout < 0 {
+		return nil, fmt.Errorf("%w: await timeout must not be negative", ErrInvalidOptions)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		// Subscribe before reading, so a commit between the read and the
+		// wait still wakes us.
+		committed := c.e.commits.wait()
+		info, err := c.e.backend.InspectRun(ctx, owner, runID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case info.Poisoned():
+			return nil, &PoisonedError{Info: info}
+		case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
+			return info.Run, nil
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)
+		}
+		t := time.NewTimer(min(c.e.cfg.AwaitPollInterval, remaining))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-committed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}

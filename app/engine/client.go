@@ -1,0 +1,327 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/docketgo/docket/app/graphcache"
+	"github.com/docketgo/docket/app/vehicle"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/domain/value"
+	"github.com/docketgo/docket/ports"
+)
+
+// Client is the facade of one owner scope: the tenantless scope
+// (Engine's embedded client) or one tenant (Engine.Tenant). Rows of other
+// scopes are invisible: reading or signalling them is ErrNotFound.
+type Client struct {
+	e     *Engine
+	scope ports.OwnerScope
+	err   error // set when the scope is not allowed in this tenant mode
+}
+
+func (c *Client) owner() (ports.OwnerScope, error) {
+	if c.err != nil {
+		return ports.Scope{}, fmt.Errorf("%w: %v", ErrInvalidTenant, c.err)
+	}
+	return c.scope, nil
+}
+
+// SaveGraph compiles g against the engine's nodes and stores the
+// resulting effective document as an immutable version. Saving the same
+// content again is idempotent and returns the same reference. A graph
+// that does not compile returns a *graph.CompileError (errors.Is
+// graph.ErrInvalidGraph) with every diagnostic.
+func (c *Client) SaveGraph(ctx context.Context, g *graph.Graph) (GraphRef, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return GraphRef{}, err
+	}
+	compiled, err := graph.Compile(g, c.e.cfg.Nodes, graph.Options{Profile: graph.ProfilePublish})
+	if err != nil {
+		return GraphRef{}, err
+	}
+	v, err := c.e.backend.SaveGraph(ctx, owner, ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
+	if err != nil {
+		return GraphRef{}, err
+	}
+	return v.Ref, nil
+}
+
+// FetchGraph returns a stored effective document.
+func (c *Client) FetchGraph(ctx context.Context, ref GraphRef) (*graph.Graph, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	return c.e.backend.FetchGraph(ctx, owner, ref)
+}
+
+// LatestGraphRef returns the newest version of graphID.
+func (c *Client) LatestGraphRef(ctx context.Context, graphID string) (*ports.GraphVersion, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if graphID == "" {
+		return nil, fmt.Errorf("%w: graph id is empty", ErrInvalidOptions)
+	}
+	return c.e.backend.FetchLatestGraphRef(ctx, owner, graphID)
+}
+
+// ListGraphVersions pages graphID's versions newest first. A zero Limit
+// means 100.
+func (c *Client) ListGraphVersions(ctx context.Context, graphID string, p ports.ListGraphVersionsParams) (*ports.GraphVersionPage, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if graphID == "" {
+		return nil, fmt.Errorf("%w: graph id is empty", ErrInvalidOptions)
+	}
+	if p.Limit == 0 {
+		p.Limit = ports.DefaultRunPageLimit
+	}
+	return c.e.backend.ListGraphVersions(ctx, owner, graphID, p)
+}
+
+// StartOption configures StartRun.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	runID          string
+	idempotencyKey string
+	metadata       map[string]any
+}
+
+// WithRunID fixes the new run's id (default: generated). A run id that
+// already exists anywhere is ErrConflict.
+func WithRunID(id string) StartOption { return func(o *startOptions) { o.runID = id } }
+
+// WithIdempotencyKey makes StartRun idempotent per key within the
+// client's scope: the run id is derived from (scope, key), so a repeated
+// start with the same key, graph version, input and metadata returns the
+// run the first call started (in whatever state it is now) instead of
+// starting another. Reusing a key with different parameters is
+// ErrIdempotencyKeyReused. The key lives as long as its run: once the
+// pruner deletes the run, the key is free again. It cannot be combined
+// with WithRunID.
+func WithIdempotencyKey(key string) StartOption {
+	return func(o *startOptions) { o.idempotencyKey = key }
+}
+
+// WithMetadata sets the run's application metadata (portable values).
+func WithMetadata(m map[string]any) StartOption { return func(o *startOptions) { o.metadata = m } }
+
+// StartRun initializes a run of the stored version ref with input and
+// returns it once the initialized run is durably committed (status
+// running, checkpoint 1). Driving it is the dispatchers' job.
+//
+// Errors: ErrInvalidOptions; ErrNotFound (no such version in scope);
+// graph.ErrInvalidGraph or ErrGraphMismatch (the stored version does not
+// compile on this host); a *RuleError for invalid input or a failing start
+// guard; ErrConflict (explicit run id taken); ErrIdempotencyKeyReused.
+func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]any, opts ...StartOption) (*run.Run, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	runID := o.runID
+	switch {
+	case o.runID != "" && o.idempotencyKey != "":
+		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
+	case o.idempotencyKey != "":
+		runID = idempotentRunID(owner, o.idempotencyKey)
+	case runID == "":
+		runID = c.e.newID("run_")
+	}
+	compiled, err := c.e.compiled(ctx, owner, ref)
+	if err != nil {
+		return nil, err
+	}
+	now := c.e.now()
+	m, err := superstep.Start(compiled, superstep.StartParams{RunID: runID, Input: input, Metadata: o.metadata},
+		superstep.Env{Now: now, NewInterruptID: func() string { return c.e.newID("interrupt_") }})
+	if err != nil {
+		return nil, ruleError("start run", err)
+	}
+	tctx, span := c.e.cfg.Telemetry.StartSpan(ctx, "lifecycle.transition", ports.Label{Key: "operation", Value: "start"})
+	stored, err := c.e.backend.InsertRun(tctx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
+	span.End(resultOf(err), nil)
+	if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
+		return c.sameStart(ctx, owner, runID, m, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.e.afterCommit(ctx, owner, m)
+	return stored, nil
+}
+
+// sameStart answers a repeated idempotent start with the existing run,
+// provided it was started with the same parameters.
+func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID string, m *run.Moment, conflict error) (*run.Run, error) {
+	existing, err := c.e.backend.FetchRun(ctx, owner, runID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, conflict // a run id collision outside this scope
+	}
+	if err != nil {
+		return nil, err
+	}
+	want := m.Run
+	if existing.GraphID != want.GraphID || existing.GraphHash != want.GraphHash ||
+		!value.Equal(existing.Input, want.Input) || !value.Equal(existing.Metadata, want.Metadata) {
+		return nil, fmt.Errorf("%w: run %q was started with other parameters", ErrIdempotencyKeyReused, runID)
+	}
+	return existing, nil
+}
+
+// idempotentRunID derives a run id from the owner scope and the client's
+// key, length-prefixed so no two (scope, key) pairs share an encoding.
+func idempotentRunID(owner ports.OwnerScope, key string) string {
+	kind := "tenantless"
+	if !owner.IsTenantless() {
+		kind = "tenant"
+	}
+	h := sha256.New()
+	for _, part := range []string{"docket.start.v1", kind, owner.Key(), key} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
+	}
+	return "run_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// firstWake is the wake of an initialized run: now for continue and
+// immediate, the park time for at.
+func firstWake(m *run.Moment) time.Time {
+	if m.Disposition.Kind == run.DispositionAt {
+		return m.Disposition.At
+	}
+	return m.ProposedAt
+}
+
+// FetchRun returns the last committed run.
+func (c *Client) FetchRun(ctx context.Context, runID string) (*run.Run, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	return c.e.backend.FetchRun(ctx, owner, runID)
+}
+
+// InspectRun returns the committed run with its operational state (wake,
+// claim time, counters, poison), never the claim token.
+func (c *Client) InspectRun(ctx context.Context, runID string) (*ports.RunInfo, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	return c.e.backend.InspectRun(ctx, owner, runID)
+}
+
+// ListRuns pages run summaries newest first. A zero Limit means 100.
+func (c *Client) ListRuns(ctx context.Context, p ports.ListRunsParams) (*ports.RunPage, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit == 0 {
+		p.Limit = ports.DefaultRunPageLimit
+	}
+	return c.e.backend.ListRuns(ctx, owner, p)
+}
+
+// ListEvents pages a run's retained events in seq order. A zero Limit
+// means 250.
+func (c *Client) ListEvents(ctx context.Context, runID string, p ports.ListEventsParams) (*ports.EventPage, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit == 0 {
+		p.Limit = ports.DefaultEventPageLimit
+	}
+	return c.e.backend.ListEvents(ctx, owner, runID, p)
+}
+
+// FetchEvent returns the retained event at seq (> 0).
+func (c *Client) FetchEvent(ctx context.Context, runID string, seq int64) (*run.Event, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	if seq < 1 {
+		return nil, fmt.Errorf("%w: event seq must be positive", ErrInvalidOptions)
+	}
+	return c.e.backend.FetchEvent(ctx, owner, runID, seq)
+}
+
+// LatestEvent returns the newest retained event, or nil when the run's
+// history is fully pruned.
+func (c *Client) LatestEvent(ctx context.Context, runID string) (*run.Event, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	return c.e.backend.FetchLatestEvent(ctx, owner, runID)
+}
+
+func checkRef(ref GraphRef) error {
+	if ref.GraphID == "" || ref.Hash == "" {
+		return fmt.Errorf("%w: the graph reference needs an id and a hash", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// compiled returns the compiled version ref of owner, through the graph
+// cache when enabled.
+func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref GraphRef) (*graph.Compiled, error) {
+	key := graphcache.Key{Owner: owner, GraphID: ref.GraphID, Hash: ref.Hash}
+	if e.cache != nil {
+		if entry, result := e.cache.Get(key); result == graphcache.Hit {
+			return entry.Compiled, nil
+		}
+	}
+	doc, err := e.backend.FetchGraph(ctx, owner, ref)
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := vehicle.Compile(doc, e.cfg.Nodes, e.cfg.MaxSupersteps)
+	if err != nil {
+		return nil, err
+	}
+	if compiled.GraphID != ref.GraphID || compiled.Hash != ref.Hash {
+		return nil, fmt.Errorf("%w: version %s@%s compiles to %s@%s", ErrGraphMismatch,
+			ref.GraphID, ref.Hash, compiled.GraphID, compiled.Hash)
+	}
+	if e.cache != nil {
+		e.cache.PutCompiled(key, compiled)
+	}
+	return compiled, nil
+}
+
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return ports.ResultOK
+	case errors.Is(err, ports.ErrStaleFence):
+		return ports.ResultStaleFence
+	}
+	return ports.ResultError
+}

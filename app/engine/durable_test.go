@@ -1,0 +1,435 @@
+package engine_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/observe"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// harness is one shared store and clock that several engines (each with
+// its own node registry, like separate processes) run against.
+type harness struct {
+	clock    *manualClock
+	store    ports.Backend
+	pollOnly bool
+}
+
+// newHarness is a harness on the memory adapter.
+func newHarness(pollOnly bool) *harness {
+	clock := newManualClock()
+	return &harness{clock: clock, store: memory.New(memory.Options{Clock: clock}), pollOnly: pollOnly}
+}
+
+// config is an engine configuration on the harness. With notifications,
+// polling is slow enough that runs started after the initial poll move
+// mostly through announcements; poll-only engines poll every few ms.
+func (h *harness) config(k *kit) engine.Config {
+	d := fastDispatch()
+	if !h.pollOnly {
+		d.PollInterval = 200 * time.Millisecond
+	}
+	return engine.Config{Backend: h.store, Nodes: k.registry, Clock: h.clock, PollOnly: h.pollOnly, Dispatcher: d}
+}
+
+// backends are the stores every end-to-end scenario runs on.
+var backends = []struct {
+	name string
+	new  func(t *testing.T, pollOnly bool) *harness
+}{
+	{"memory", func(_ *testing.T, pollOnly bool) *harness { return newHarness(pollOnly) }},
+	{"postgres", newPostgresHarness},
+}
+
+// wakeModes runs a scenario on every backend (memory, PostgreSQL), each
+// with notifications and poll-only.
+func wakeModes(t *testing.T, scenario func(t *testing.T, h *harness)) {
+	for _, b := range backends {
+		for _, mode := range []struct {
+			name     string
+			pollOnly bool
+		}{{"notify", false}, {"poll-only", true}} {
+			t.Run(b.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				scenario(t, b.new(t, mode.pollOnly))
+			})
+		}
+	}
+}
+
+// onBackends runs a scenario that does not depend on wake-ups on every
+// backend, poll-only.
+func onBackends(t *testing.T, scenario func(t *testing.T, h *harness)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, b.new(t, true))
+		})
+	}
+}
+
+func saveAndStart(t *testing.T, c *engine.Client, g *graph.Graph, input map[string]any) *run.Run {
+	t.Helper()
+	ref, err := c.SaveGraph(context.Background(), g)
+	require.NoError(t, err)
+	r, err := c.StartRun(context.Background(), ref, input)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusRunning, r.Status)
+	require.EqualValues(t, 1, r.CheckpointSeq, "StartRun returns the committed initialized run")
+	return r
+}
+
+func TestDurableScenariosCompleteThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		k := newKit()
+		e := startEngine(t, h.config(k))
+		ctx := context.Background()
+
+		t.Run("minimal linear copies its input", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "hello"})
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusDone, done.Status)
+			assert.Equal(t, map[string]any{"result": "hello"}, done.Output)
+			assert.Equal(t, 1, done.Step)
+			events := allEvents(t, e.Client, r.ID)
+			requireHistory(t, done, events)
+			assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted, run.CheckpointRunCompleted},
+				checkpointTypes(events))
+		})
+
+		t.Run("fan-out and fan-in meet at the barrier", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, multiSource()), map[string]any{})
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusDone, done.Status)
+			assert.Equal(t, 3, done.Step)
+			requireHistory(t, done, allEvents(t, e.Client, r.ID))
+			assert.Len(t, k.attemptsOf("combine"), 1, "the join runs once")
+		})
+
+		t.Run("counting cycle runs to its guard", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, cycleCounter()), nil)
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusDone, done.Status)
+			assert.Equal(t, 10.0, done.Channels["state:count"].Value)
+			requireHistory(t, done, allEvents(t, e.Client, r.ID))
+		})
+
+		t.Run("a permanent failure fails the run", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, single("fails", refAlwaysFails)), nil)
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusFailed, done.Status)
+			require.NotNil(t, done.Failure)
+			events := allEvents(t, e.Client, r.ID)
+			requireHistory(t, done, events)
+			assert.Equal(t, run.EventRunFailed, events[len(events)-2].Type)
+		})
+
+		t.Run("retries park and resume when the clock reaches the backoff", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, retrying(1, 3, 60_000)), nil)
+			waitParked(t, e.Client, r.ID)
+			h.clock.Advance(time.Minute)
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusDone, done.Status)
+			assert.Equal(t, map[string]any{"out": "done"}, done.Output)
+			events := allEvents(t, e.Client, r.ID)
+			requireHistory(t, done, events)
+			assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointRetryScheduled,
+				run.CheckpointStepCommitted, run.CheckpointRunCompleted}, checkpointTypes(events))
+		})
+
+		t.Run("interrupts park the run until resolved", func(t *testing.T) {
+			r := saveAndStart(t, e.Client, build(t, interruptReview()), nil)
+			waiting := await(t, e.Client, r.ID)
+			require.Equal(t, run.StatusWaiting, waiting.Status)
+			require.Len(t, waiting.Interrupts, 1)
+			var id string
+			for id = range waiting.Interrupts {
+			}
+			resolved, err := e.ResolveInterrupt(ctx, r.ID, id, "approved")
+			require.NoError(t, err)
+			assert.Equal(t, waiting.CheckpointSeq+1, resolved.CheckpointSeq)
+			done := await(t, e.Client, r.ID)
+			assert.Equal(t, run.StatusDone, done.Status)
+			assert.Equal(t, "approved", done.Channels["state:applied"].Value)
+			requireHistory(t, done, allEvents(t, e.Client, r.ID))
+		})
+	})
+}
+
+// waitParked waits until the run's latest commit is a retry park that
+// released the claim.
+func waitParked(t *testing.T, c *engine.Client, runID string) *ports.RunInfo {
+	t.Helper()
+	var info *ports.RunInfo
+	eventually(t, "a committed retry park", func() bool {
+		var err error
+		info, err = c.InspectRun(context.Background(), runID)
+		require.NoError(t, err)
+		return info.LatestCheckpointType == run.CheckpointRetryScheduled && !info.Claimed()
+	})
+	return info
+}
+
+func TestInterruptResolvedFromAnotherEngineInstance(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		worker := startEngine(t, h.config(newKit()))
+		// The signalling instance never starts: it only reads and signals.
+		api, err := engine.New(h.config(newKit()))
+		require.NoError(t, err)
+
+		r := saveAndStart(t, api.Client, build(t, interruptReview()), nil)
+		waiting := await(t, api.Client, r.ID)
+		require.Equal(t, run.StatusWaiting, waiting.Status)
+		for id := range waiting.Interrupts {
+			_, err := api.ResolveInterrupt(ctx, r.ID, id, "approved")
+			require.NoError(t, err)
+		}
+		done := await(t, worker.Client, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+		assert.Equal(t, "approved", done.Channels["state:applied"].Value)
+
+		_, err = api.ResolveInterrupt(ctx, r.ID, "interrupt_missing", "x")
+		assert.ErrorIs(t, err, engine.ErrInactiveRun, "a terminal run is checked before the interrupt id")
+	})
+}
+
+func TestRetryParkSurvivesAnEngineRestart(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		kitA, kitB := newKit(), newKit()
+		a, err := engine.New(h.config(kitA))
+		require.NoError(t, err)
+		require.NoError(t, a.Start(context.Background()))
+
+		r := saveAndStart(t, a.Client, build(t, retrying(1, 3, 60_000)), nil)
+		parked := waitParked(t, a.Client, r.ID)
+		assert.Equal(t, epoch.Add(time.Minute), parked.WakeAt, "the park wakes after the backoff")
+		require.NoError(t, a.Stop(context.Background()))
+
+		b := startEngine(t, h.config(kitB))
+		h.clock.Advance(time.Minute)
+		done := await(t, b.Client, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+
+		first, second := kitA.attemptsOf("flaky"), kitB.attemptsOf("flaky")
+		require.Len(t, first, 1, "engine A ran the first attempt")
+		require.Len(t, second, 1, "engine B ran the retry after the restart")
+		assert.Equal(t, 1, first[0].Attempt)
+		assert.Equal(t, 2, second[0].Attempt)
+		assert.Equal(t, r.ID+":0:flaky:2", second[0].IdempotencyKey)
+		requireHistory(t, done, allEvents(t, b.Client, r.ID))
+	})
+}
+
+func TestCancellationWhileAVehicleIsMidStepWinsTheFence(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		tel := newTelemetryLog()
+		cfg := h.config(k)
+		cfg.Telemetry = tel
+		e := startEngine(t, cfg)
+
+		r := saveAndStart(t, e.Client, build(t, single("gated", refGated)), nil)
+		k.waitStarted(t)
+		cancelled, err := e.CancelRun(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusCancelled, cancelled.Status)
+
+		k.releaseGate()
+		lost := tel.waitFact(t, "docket.vehicle.drain", map[string]string{"outcome": "fence_lost"})
+		assert.Zero(t, lost.m["committed_moments"], "the vehicle committed nothing")
+		assert.NotEmpty(t, tel.matching("docket.claim.fence_lost", map[string]string{"stage": "commit"}))
+
+		final, err := e.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusCancelled, final.Status)
+		assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing committed after the cancellation")
+		events := allEvents(t, e.Client, r.ID)
+		requireHistory(t, final, events)
+		for _, ev := range events {
+			assert.NotEqual(t, run.EventNodeCompleted, ev.Type, "the stale attempt's result was discarded")
+		}
+		again, err := e.CancelRun(ctx, r.ID)
+		require.NoError(t, err, "cancelling twice is idempotent")
+		assert.Equal(t, final.CheckpointSeq, again.CheckpointSeq)
+	})
+}
+
+func TestRepeatedlyLostClaimsPoisonTheRunUntilRetried(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		poisoned := make(chan []ports.PoisonOutcome, 4)
+		cfg := h.config(k)
+		// Attempts never finish on their own within the test, so every
+		// claim is lost to the orphan TTL (measured on the manual clock).
+		cfg.MaxAttemptElapsed = time.Minute
+		cfg.Vehicle.DrainBudget.MaxElapsed = time.Minute
+		cfg.Dispatcher.OrphanTTL = 2 * time.Minute
+		cfg.Dispatcher.MaxClaimAttempts = 2
+		cfg.Dispatcher.OnPoisoned = func(_ context.Context, p []ports.PoisonOutcome) { poisoned <- p }
+		e := startEngine(t, cfg)
+
+		r := saveAndStart(t, e.Client, build(t, single("stuck", refGated)), nil)
+		first := k.waitStarted(t)
+		h.clock.Advance(3 * time.Minute)
+		stolen := k.waitStarted(t)
+		assert.Equal(t, first.IdempotencyKey, stolen.IdempotencyKey, "a steal replays the same attempt identity")
+		h.clock.Advance(3 * time.Minute)
+
+		select {
+		case p := <-poisoned:
+			require.Len(t, p, 1)
+			assert.Equal(t, r.ID, p[0].RunID)
+			assert.Equal(t, claim.ReasonMaxClaimAttempts, p[0].PoisonReason)
+		case <-time.After(awaitLimit):
+			t.Fatal("the run was not poisoned")
+		}
+		_, err := e.AwaitRun(ctx, r.ID, awaitLimit)
+		var pe *engine.PoisonedError
+		require.ErrorAs(t, err, &pe)
+		assert.ErrorIs(t, err, engine.ErrPoisoned)
+		assert.Equal(t, claim.ReasonMaxClaimAttempts, pe.Info.PoisonReason)
+		assert.False(t, pe.Info.Claimed())
+
+		// Both stale vehicles now finish their attempt; neither may commit.
+		k.releaseGate()
+		recovered, err := e.RetryPoisonedRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, recovered.CheckpointSeq, "recovery consumes no checkpoint")
+		done := await(t, e.Client, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+		assert.Equal(t, map[string]any{"out": "gated"}, done.Output)
+		events := allEvents(t, e.Client, r.ID)
+		requireHistory(t, done, events)
+		assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted, run.CheckpointRunCompleted},
+			checkpointTypes(events), "exactly one winner committed the step")
+	})
+}
+
+func TestStopLeavesUnfinishedWorkRecoverableByAnotherEngine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	ctx := context.Background()
+	kitA, kitB := newKit(), newKit()
+	cfg := h.config(kitA)
+	cfg.MaxAttemptElapsed = time.Minute
+	cfg.Vehicle.DrainBudget.MaxElapsed = time.Minute
+	cfg.Dispatcher.OrphanTTL = 2 * time.Minute
+	cfg.Dispatcher.DrainTimeout = 20 * time.Millisecond
+	a, err := engine.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+
+	r := saveAndStart(t, a.Client, build(t, single("gated", refGated)), nil)
+	kitA.waitStarted(t)
+	err = a.Stop(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Stop reports work it could not drain")
+	info, err := a.InspectRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.True(t, info.Claimed(), "the claim is left to expire, not released")
+
+	cfgB := h.config(kitB)
+	cfgB.Dispatcher.OrphanTTL = 2 * time.Minute
+	b := startEngine(t, cfgB)
+	h.clock.Advance(3 * time.Minute)
+	kitB.releaseGate()
+	done := await(t, b.Client, r.ID)
+	assert.Equal(t, run.StatusDone, done.Status)
+	after, err := b.InspectRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.False(t, after.Claimed())
+	requireHistory(t, done, allEvents(t, b.Client, r.ID))
+}
+
+func TestNotificationsDriveRunsWithoutWaitingForThePoll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(false)
+	k := newKit()
+	cfg := h.config(k)
+	cfg.Dispatcher.PollInterval = time.Hour // only the initial poll happens
+	e := startEngine(t, cfg)
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "hi"})
+	done := await(t, e.Client, r.ID)
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
+func TestDrainBudgetYieldsAndTheRunStillCompletes(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		k := newKit()
+		cfg := h.config(k)
+		cfg.Vehicle.DrainBudget.MaxMoments = 3
+		tel := newTelemetryLog()
+		cfg.Telemetry = tel
+		e := startEngine(t, cfg)
+		r := saveAndStart(t, e.Client, build(t, cycleCounter()), nil)
+		done := await(t, e.Client, r.ID)
+		require.Equal(t, run.StatusDone, done.Status)
+		events := allEvents(t, e.Client, r.ID)
+		requireHistory(t, done, events)
+		yields := 0
+		for _, ev := range events {
+			if ev.Type == run.EventCheckpointCommitted && ev.Metadata["park_reason"] == run.ReasonDrainBudget {
+				yields++
+			}
+		}
+		assert.Positive(t, yields, "a long run yields its claim at the budget")
+		for _, f := range tel.matching("docket.vehicle.drain", map[string]string{"outcome": "parked"}) {
+			assert.LessOrEqual(t, f.m["committed_moments"], 3.0, "no drive commits more than the budget")
+		}
+	})
+}
+
+func TestObserversSeeCommitsAndTheirFailuresChangeNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	rec := &recorder{}
+	tel := newTelemetryLog()
+	cfg := h.config(k)
+	cfg.Telemetry = tel
+	cfg.Observers = []observe.Observer{
+		rec,
+		observe.Func(func(context.Context, observe.Commit) error { panic("observer bug") }),
+		observe.Func(func(context.Context, observe.Commit) error { return errors.New("observer down") }),
+	}
+	e := startEngine(t, cfg)
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	done := await(t, e.Client, r.ID)
+	require.Equal(t, run.StatusDone, done.Status)
+
+	eventually(t, "three observed checkpoints", func() bool { return len(rec.seen()) == 3 })
+	// Observers run concurrently: delivery order is not commit order.
+	seen := rec.seen()
+	slices.SortFunc(seen, func(a, b observeCommit) int { return cmp.Compare(a.seq, b.seq) })
+	var types []run.CheckpointType
+	for i, c := range seen {
+		assert.Equal(t, r.ID, c.runID)
+		assert.Equal(t, ports.Tenantless(), c.owner)
+		assert.EqualValues(t, i+1, c.seq)
+		types = append(types, c.ctype)
+	}
+	assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted, run.CheckpointRunCompleted}, types)
+	tel.waitFact(t, "docket.checkpoint.observer.failure", map[string]string{"result": "exception"})
+	tel.waitFact(t, "docket.checkpoint.observer.failure", map[string]string{"result": "callback_error"})
+}

@@ -1,0 +1,286 @@
+// Package engine is Docket's durable facade: publish graph versions, start
+// runs, read them, signal them (resolve interrupts, cancel, retry
+// poisoned runs), wait for them, and, once started, drive them through a
+// dispatcher and its vehicles until they finish, across any number of
+// engine instances sharing one store.
+//
+// Every durable transition is one fenced store commit; everything after a
+// commit (observers, telemetry, in-process wake-ups) is best effort. See
+// docs/guarantees.md for what is promised and docs/operations.md for the
+// configuration.
+//
+// The engine never imports a storage adapter: the caller chooses one and
+// passes it as Config.Backend.
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/docketgo/docket/app/dispatch"
+	"github.com/docketgo/docket/app/graphcache"
+	"github.com/docketgo/docket/app/observe"
+	"github.com/docketgo/docket/app/prune"
+	"github.com/docketgo/docket/app/vehicle"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// GraphRef identifies one published graph version.
+type GraphRef = ports.GraphRef
+
+// Engine is one Docket instance. Build it with New; it is safe for
+// concurrent use. Its embedded Client is the tenantless client (in
+// TenantRequired mode every call through it fails with ErrInvalidTenant;
+// use Tenant).
+type Engine struct {
+	*Client
+
+	cfg     Config
+	backend ports.Backend
+	// phase serializes this instance's admissions (dispatcher and
+	// DrainRuns) and alternates the demand-1 preference.
+	phase   claim.Phase
+	cache   *graphcache.Cache // nil when disabled
+	deliver *observe.Deliverer
+	commits broadcast
+
+	driver       *vehicle.Vehicle // the dispatcher's vehicles (cached graphs)
+	manualDriver *vehicle.Vehicle // DrainRuns' vehicles (no graph cache)
+
+	mu         sync.Mutex
+	state      lifecycle
+	stopping   chan struct{}
+	dispatcher *dispatch.Dispatcher
+	stopPruner context.CancelFunc
+	prunerDone chan struct{}
+}
+
+type lifecycle int
+
+const (
+	created lifecycle = iota
+	running
+	stopped
+)
+
+// New validates cfg and returns an engine that is not running yet: reads,
+// starts and signals work immediately; Start begins driving runs.
+func New(cfg Config) (*Engine, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:      cfg,
+		backend:  cfg.Backend,
+		stopping: make(chan struct{}),
+		deliver: &observe.Deliverer{
+			Observers: cfg.Observers,
+			Telemetry: cfg.Telemetry,
+			Logger:    cfg.Logger,
+		},
+	}
+	if !cfg.GraphCacheDisabled {
+		e.cache = graphcache.New(graphcache.Options{
+			UndecodableTTL: cfg.UndecodableGraphTTL,
+			Generation:     registryGeneration(cfg),
+		})
+	}
+	if e.driver, err = e.newVehicle(e.cache, e.stopping); err != nil {
+		return nil, err
+	}
+	if e.manualDriver, err = e.newVehicle(nil, nil); err != nil {
+		return nil, err
+	}
+	e.Client = &Client{e: e, scope: ports.Tenantless()}
+	if cfg.TenantMode == TenantRequired {
+		e.Client = &Client{e: e, err: errors.New("a tenant is required: use Engine.Tenant")}
+	}
+	return e, nil
+}
+
+func (e *Engine) newVehicle(cache *graphcache.Cache, stopping <-chan struct{}) (*vehicle.Vehicle, error) {
+	cfg := e.cfg
+	return vehicle.New(vehicle.Config{
+		Runs:              e.backend,
+		Graphs:            e.backend,
+		Nodes:             cfg.Nodes,
+		Clock:             cfg.Clock,
+		Cache:             cache,
+		MaxAttemptElapsed: cfg.MaxAttemptElapsed,
+		MaxSupersteps:     cfg.MaxSupersteps,
+		Budget:            vehicle.Budget{MaxMoments: cfg.Vehicle.DrainBudget.MaxMoments, MaxElapsed: cfg.Vehicle.DrainBudget.MaxElapsed},
+		AbandonBackoff:    claim.Backoff{Base: cfg.Vehicle.AbandonBackoff, Cap: cfg.Vehicle.AbandonBackoffCap},
+		MaxClaimAbandons:  cfg.Vehicle.MaxClaimAbandons,
+		Jitter:            cfg.Vehicle.Jitter,
+		AfterCommit:       e.afterCommit,
+		Stopping:          stopping,
+		NewInterruptID:    func() string { return e.newID("interrupt_") },
+		Telemetry:         cfg.Telemetry,
+		Logger:            cfg.Logger,
+	})
+}
+
+// registryGeneration fingerprints the registered node references, so a
+// graph cached as "does not compile" is retried once a node is added.
+func registryGeneration(cfg Config) func() string {
+	return func() string {
+		refs := cfg.Nodes.Refs()
+		n := 0
+		for _, r := range refs {
+			n += len(r) + 1
+		}
+		b := make([]byte, 0, n)
+		for _, r := range refs {
+			b = append(b, r...)
+			b = append(b, 0)
+		}
+		return string(b)
+	}
+}
+
+// Tenant returns the client of one tenant. In TenantNone mode, or with an
+// empty id, every call through it fails with ErrInvalidTenant.
+func (e *Engine) Tenant(id string) *Client {
+	switch {
+	case e.cfg.TenantMode != TenantRequired:
+		return &Client{e: e, err: errors.New("tenants are not enabled (TenantMode is none)")}
+	case id == "":
+		return &Client{e: e, err: errors.New("the tenant id is empty")}
+	}
+	return &Client{e: e, scope: ports.Tenant(id)}
+}
+
+// Start launches the dispatcher, the wake listener (unless PollOnly or the
+// backend has none) and the pruner (when configured). ctx supplies values
+// only: the engine runs until Stop. An engine starts at most once; after
+// Stop, build a new one.
+func (e *Engine) Start(ctx context.Context) error {
+	if e.cfg.Mode == ModeManual {
+		return ErrManualMode
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != created {
+		return ErrAlreadyStarted
+	}
+	var notifier ports.Notifier
+	if !e.cfg.PollOnly && e.backend.Capabilities().Listen {
+		notifier = e.backend.Notifier()
+	}
+	dc := e.cfg.Dispatcher
+	d, err := dispatch.New(dispatch.Config{
+		Runs:             e.backend,
+		Phase:            &e.phase,
+		Clock:            e.cfg.Clock,
+		Notifier:         notifier,
+		Concurrency:      dc.Concurrency,
+		PollInterval:     dc.PollInterval,
+		OrphanTTL:        dc.OrphanTTL,
+		MaxClaimAttempts: dc.MaxClaimAttempts,
+		DrainTimeout:     dc.DrainTimeout,
+		Jitter:           dc.Jitter,
+		OnPoisoned:       dc.OnPoisoned,
+		Drive:            func(ctx context.Context, lease ports.Lease) { e.driver.Drive(ctx, lease) },
+		Telemetry:        e.cfg.Telemetry,
+		Logger:           e.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	var pruner *prune.Pruner
+	if e.cfg.Pruner != nil {
+		if pruner, err = prune.New(e.backend, *e.cfg.Pruner, prune.Options{Clock: e.cfg.Clock, Telemetry: e.cfg.Telemetry, Logger: e.cfg.Logger}); err != nil {
+			return err
+		}
+	}
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	if pruner != nil {
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		e.stopPruner, e.prunerDone = cancel, make(chan struct{})
+		go func() {
+			defer close(e.prunerDone)
+			pruner.Run(pctx)
+		}()
+	}
+	e.dispatcher = d
+	e.state = running
+	return nil
+}
+
+// Stop shuts the engine down gracefully: no new claims; running vehicles
+// yield at their next moment boundary; Stop waits for them up to
+// Dispatcher.DrainTimeout or ctx's end. Work still in flight then is
+// abandoned in place: its claims expire after the orphan TTL and any
+// engine sharing the store recovers it. Stop returns an error wrapping
+// context.DeadlineExceeded when it gave up waiting. Reads, starts and
+// signals keep working after Stop.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if e.state != running {
+		e.state = stopped
+		e.mu.Unlock()
+		return nil
+	}
+	e.state = stopped
+	close(e.stopping)
+	d, stopPruner, prunerDone := e.dispatcher, e.stopPruner, e.prunerDone
+	e.mu.Unlock()
+
+	err := d.Stop(ctx)
+	if stopPruner != nil {
+		stopPruner()
+		<-prunerDone
+	}
+	// Observers are best effort: give them what is left of the budget.
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = e.deliver.Wait(wctx)
+	return err
+}
+
+// afterCommit is the best-effort work after every commit this engine
+// makes: telemetry, observers, and waking local AwaitRun callers.
+func (e *Engine) afterCommit(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
+	e.deliver.Committed(ctx, owner, m)
+	e.commits.notify()
+}
+
+func (e *Engine) newID(prefix string) string {
+	if e.cfg.NewID != nil {
+		return e.cfg.NewID(prefix)
+	}
+	return vehicle.RandomID(prefix)
+}
+
+func (e *Engine) now() time.Time { return ports.Micros(e.cfg.Clock.Now()) }
+
+// broadcast wakes every waiter once per notify.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+}

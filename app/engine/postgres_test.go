@@ -1,0 +1,76 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/notify"
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/pgtest"
+)
+
+// TestMain runs the package through pgtest, which drops the shared
+// database and stops the server it started after the tests.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// pgSchema is one migrated schema in the process's shared test database.
+type pgSchema struct {
+	db     *pgtest.Database
+	schema string
+	config *pgxpool.Config
+}
+
+func newPGSchema(t *testing.T) *pgSchema {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	_, err := migrations.Up(ctx, db.Connect(t), migrations.Options{Schema: schema})
+	require.NoError(t, err, "migrate %s", schema)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MinConns = 0
+	return &pgSchema{db: db, schema: schema, config: cfg}
+}
+
+// store opens a Store on the schema with its own pool. A nil clock keeps
+// the database clock; listen wires a LISTEN/NOTIFY listener.
+func (s *pgSchema) store(t *testing.T, clock *manualClock, listen bool, maxConns int32) *postgres.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := s.config.Copy()
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	storeCfg := postgres.Config{Pool: pool, Schema: s.schema}
+	if clock != nil {
+		storeCfg.Clock = clock
+	}
+	if listen {
+		listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg.ConnConfig, Schema: s.schema})
+		require.NoError(t, err)
+		storeCfg.Notifier = listener
+	}
+	store, err := postgres.New(ctx, storeCfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// newPostgresHarness is a harness on a fresh PostgreSQL schema whose store
+// clock is the harness's manual clock, so timing works exactly as on the
+// memory adapter.
+func newPostgresHarness(t *testing.T, pollOnly bool) *harness {
+	t.Helper()
+	clock := newManualClock()
+	s := newPGSchema(t)
+	return &harness{clock: clock, store: s.store(t, clock, !pollOnly, 8), pollOnly: pollOnly}
+}

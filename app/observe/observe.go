@@ -1,0 +1,190 @@
+// Package observe delivers committed checkpoints to checkpoint observers,
+// after the commit and best effort: each observer runs in its own
+// goroutine, a failure or panic is logged and counted, and nothing an
+// observer does can delay, veto or roll back the commit it observes.
+//
+// It is not an event log. Observers may miss checkpoints (a crash right
+// after commit) or see one twice; the retained events in the EventStore
+// are the durable record.
+package observe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
+	"github.com/docketgo/docket/ports"
+)
+
+// Commit is one committed checkpoint as an observer sees it. Each observer
+// receives its own deep copy, so it may keep or change it freely.
+type Commit struct {
+	// Owner is the scope that owns the run (Tenantless or Tenant).
+	Owner      ports.OwnerScope
+	Checkpoint run.Checkpoint
+	// Disposition says when the run advances next.
+	Disposition run.Disposition
+}
+
+// Observer receives committed checkpoints. Each call runs in its own
+// goroutine, so calls may overlap and arrive out of commit order (order by
+// Checkpoint.Seq when it matters); an error is reported (logged and
+// counted), never retried. Use observers for hints, caches and
+// projections only.
+type Observer interface {
+	ObserveCheckpoint(ctx context.Context, c Commit) error
+}
+
+// Func adapts a function to Observer.
+type Func func(ctx context.Context, c Commit) error
+
+// ObserveCheckpoint calls f.
+func (f Func) ObserveCheckpoint(ctx context.Context, c Commit) error { return f(ctx, c) }
+
+// Telemetry fact names and results emitted by a Deliverer.
+const (
+	FactObserverFailure = "docket.checkpoint.observer.failure"
+	ResultCallbackError = "callback_error"
+	ResultPanic         = "exception"
+)
+
+// Deliverer runs the after-commit work of one engine: the committed
+// telemetry fact and the observers. The zero value delivers to nobody and
+// reports to nobody; it is safe for concurrent use.
+type Deliverer struct {
+	Observers []Observer
+	Telemetry ports.Telemetry // nil: ports.NopTelemetry
+	Logger    *slog.Logger    // nil: slog.Default()
+	// Timeout bounds one observer call (its context's deadline); zero
+	// means no deadline beyond the engine's lifetime.
+	Timeout time.Duration
+
+	wg sync.WaitGroup
+}
+
+// Committed reports a committed moment: it emits the committed telemetry
+// fact and starts every observer. It returns immediately. ctx only bounds
+// the observers' lifetime: observers keep running after the caller's
+// request ends but stop when ctx's values say so (ctx is detached from
+// cancellation).
+func (d *Deliverer) Committed(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
+	if d == nil || m == nil || m.Run == nil {
+		return
+	}
+	d.telemetry().Committed(ctx, Fact(m))
+	if len(d.Observers) == 0 {
+		return
+	}
+	detached := context.WithoutCancel(ctx)
+	for _, o := range d.Observers {
+		c := Commit{Owner: owner, Checkpoint: cloneCheckpoint(m.Checkpoint()), Disposition: m.Disposition}
+		d.wg.Go(func() { d.deliver(detached, o, c) })
+	}
+}
+
+// Wait blocks until every started observer has returned or ctx ends.
+func (d *Deliverer) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	ctx, span := d.telemetry().StartSpan(ctx, "checkpoint.observer",
+		ports.Label{Key: "checkpoint_type", Value: string(c.Checkpoint.Type)})
+	result, err := call(ctx, o, c)
+	if err == nil {
+		span.End(ports.ResultOK, nil)
+		return
+	}
+	span.End(result, nil)
+	d.telemetry().Emit(ctx, FactObserverFailure, ports.Measurements{"count": 1},
+		ports.Label{Key: "checkpoint_type", Value: string(c.Checkpoint.Type)},
+		ports.Label{Key: "result", Value: result})
+	// Identities are fine in a log line at warn level; payloads and state
+	// are not, so only the error text is logged.
+	d.logger().Warn("docket checkpoint observer failed after commit",
+		slog.String("run_id", c.Checkpoint.Run.ID),
+		slog.String("checkpoint_type", string(c.Checkpoint.Type)),
+		slog.Int64("checkpoint_seq", c.Checkpoint.Seq),
+		slog.String("result", result),
+		slog.String("error", err.Error()))
+}
+
+// call runs one observer, turning a panic into an error.
+func call(ctx context.Context, o Observer, c Commit) (result string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			result, err = ResultPanic, fmt.Errorf("observer panicked: %v", p)
+		}
+	}()
+	if err := o.ObserveCheckpoint(ctx, c); err != nil {
+		return ResultCallbackError, err
+	}
+	return "", nil
+}
+
+func (d *Deliverer) telemetry() ports.Telemetry {
+	if d.Telemetry == nil {
+		return ports.NopTelemetry{}
+	}
+	return d.Telemetry
+}
+
+func (d *Deliverer) logger() *slog.Logger {
+	if d.Logger == nil {
+		return slog.Default()
+	}
+	return d.Logger
+}
+
+// Fact is the committed telemetry fact of a moment (no identities).
+func Fact(m *run.Moment) ports.CommittedFact {
+	f := ports.CommittedFact{
+		CheckpointType: m.CheckpointType,
+		Disposition:    m.Disposition.Kind,
+		CheckpointSeq:  m.Run.CheckpointSeq,
+		Step:           m.Run.Step,
+	}
+	if m.CheckpointType == run.CheckpointRetryScheduled && m.Disposition.Kind == run.DispositionAt {
+		f.RetryDelay = max(m.Disposition.At.Sub(m.ProposedAt), 0)
+	}
+	return f
+}
+
+func cloneCheckpoint(c run.Checkpoint) run.Checkpoint {
+	out := c
+	out.Run = c.Run.Clone()
+	out.Metadata = cloneMap(c.Metadata)
+	out.Events = make([]run.Event, len(c.Events))
+	for i, e := range c.Events {
+		e.Payload = cloneMap(e.Payload)
+		e.Metadata = cloneMap(e.Metadata)
+		out.Events[i] = e
+	}
+	return out
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return value.Clone(m).(map[string]any)
+}

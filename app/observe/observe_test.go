@@ -1,0 +1,145 @@
+package observe_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/observe"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+var t0 = time.Date(2026, 7, 10, 12, 0, 0, 0, time.UTC)
+
+func retryMoment() *run.Moment {
+	committed := &run.Run{ID: "r", GraphID: "g", GraphHash: "h", Status: run.StatusRunning, StartedAt: t0, UpdatedAt: t0,
+		CheckpointSeq: 1, EventSeq: 2, Metadata: map[string]any{"k": "v"}}
+	next := committed.Clone()
+	next.UpdatedAt = t0
+	return run.Propose(committed, next, nil, run.CheckpointRetryScheduled,
+		run.Disposition{Kind: run.DispositionAt, At: t0.Add(250 * time.Millisecond), Reason: run.ReasonRetryBackoff}, t0)
+}
+
+// facts records telemetry.
+type facts struct {
+	ports.NopTelemetry
+	mu        sync.Mutex
+	committed []ports.CommittedFact
+	emitted   []string
+}
+
+func (f *facts) Committed(_ context.Context, c ports.CommittedFact) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.committed = append(f.committed, c)
+}
+
+func (f *facts) Emit(_ context.Context, name string, _ ports.Measurements, labels ...ports.Label) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range labels {
+		if l.Key == "result" {
+			name += ":" + l.Value
+		}
+	}
+	f.emitted = append(f.emitted, name)
+}
+
+func TestEveryObserverGetsItsOwnCopyAfterCommit(t *testing.T) {
+	t.Parallel()
+	m := retryMoment()
+	var mu sync.Mutex
+	var seen []observe.Commit
+	vandal := observe.Func(func(_ context.Context, c observe.Commit) error {
+		c.Checkpoint.Run.Metadata["k"] = "changed"
+		c.Checkpoint.Metadata["checkpoint_type"] = "changed"
+		return nil
+	})
+	watcher := observe.Func(func(_ context.Context, c observe.Commit) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, c)
+		return nil
+	})
+	tel := &facts{}
+	d := &observe.Deliverer{Observers: []observe.Observer{vandal, watcher}, Telemetry: tel}
+	d.Committed(context.Background(), ports.Tenant("acme"), m)
+	require.NoError(t, d.Wait(context.Background()))
+
+	require.Len(t, seen, 1)
+	c := seen[0]
+	assert.Equal(t, ports.Tenant("acme"), c.Owner)
+	assert.Equal(t, run.CheckpointRetryScheduled, c.Checkpoint.Type)
+	assert.EqualValues(t, 2, c.Checkpoint.Seq)
+	assert.Equal(t, "v", c.Checkpoint.Run.Metadata["k"], "one observer cannot change what another sees")
+	assert.Equal(t, "v", m.Run.Metadata["k"], "nor the committed moment")
+	assert.Equal(t, "retry_scheduled", m.Metadata["checkpoint_type"])
+	assert.Equal(t, run.DispositionAt, c.Disposition.Kind)
+
+	require.Len(t, tel.committed, 1)
+	assert.Equal(t, ports.CommittedFact{CheckpointType: run.CheckpointRetryScheduled, Disposition: run.DispositionAt,
+		CheckpointSeq: 2, RetryDelay: 250 * time.Millisecond}, tel.committed[0])
+}
+
+func TestObserverFailuresAreReportedNotRaised(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	tel := &facts{}
+	d := &observe.Deliverer{
+		Observers: []observe.Observer{
+			observe.Func(func(context.Context, observe.Commit) error { return errors.New("sink unavailable") }),
+			observe.Func(func(context.Context, observe.Commit) error { panic("observer bug") }),
+		},
+		Telemetry: tel,
+		Logger:    slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil)),
+	}
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	require.NoError(t, d.Wait(context.Background()))
+	tel.mu.Lock()
+	assert.ElementsMatch(t, []string{
+		observe.FactObserverFailure + ":" + observe.ResultCallbackError,
+		observe.FactObserverFailure + ":" + observe.ResultPanic,
+	}, tel.emitted)
+	tel.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logs.String(), "sink unavailable")
+	assert.Contains(t, logs.String(), "observer bug")
+}
+
+func TestWaitIsBoundedByItsContext(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	d := &observe.Deliverer{Observers: []observe.Observer{
+		observe.Func(func(context.Context, observe.Commit) error { <-release; return nil }),
+	}}
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, d.Wait(ctx), context.DeadlineExceeded)
+	close(release)
+	require.NoError(t, d.Wait(context.Background()))
+
+	var zero *observe.Deliverer
+	zero.Committed(context.Background(), ports.Tenantless(), retryMoment()) // a nil deliverer is a no-op
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,180 @@
+// Package prune is the retention loop: at a fixed interval it deletes
+// events older than the event retention, terminal runs (with their
+// remaining events) whose last commit is older than the run retention, and
+// graph versions beyond the newest ports.DefaultKeptGraphVersions of each
+// graph that no run references. Each pass deletes at most one batch of
+// each kind, so a backlog drains over several passes without long writes.
+//
+// Retention is an intentional loss boundary, so nothing here has a
+// default: every duration and the batch size must be configured. Running
+// runs are never pruned; the store enforces that.
+package prune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/docketgo/docket/ports"
+)
+
+// Config is the explicit retention policy. There are no defaults.
+type Config struct {
+	// Interval between the end of one pass and the start of the next
+	// (> 0). The first pass runs at start.
+	Interval time.Duration
+	// EventRetention: events inserted before now-EventRetention are
+	// deleted (>= 0, <= RunRetention).
+	EventRetention time.Duration
+	// RunRetention: terminal runs last committed before now-RunRetention
+	// are deleted with their events (>= 0).
+	RunRetention time.Duration
+	// BatchSize bounds the rows each kind of deletion selects per pass
+	// (> 0).
+	BatchSize int
+}
+
+// ErrInvalidConfig is wrapped by every ConfigError.
+var ErrInvalidConfig = errors.New("invalid pruner configuration")
+
+// ConfigError names the offending field.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("pruner: %s %s", e.Field, e.Reason) }
+
+// Unwrap lets errors.Is match ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Interval <= 0:
+		return &ConfigError{Field: "Interval", Reason: "must be positive"}
+	case c.EventRetention < 0:
+		return &ConfigError{Field: "EventRetention", Reason: "must not be negative"}
+	case c.RunRetention < 0:
+		return &ConfigError{Field: "RunRetention", Reason: "must not be negative"}
+	case c.EventRetention > c.RunRetention:
+		return &ConfigError{Field: "EventRetention", Reason: "must not exceed RunRetention"}
+	case c.BatchSize < 1:
+		return &ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+	}
+	return nil
+}
+
+// Store is what a pass deletes through.
+type Store interface {
+	PruneEvents(ctx context.Context, p ports.PruneParams) (int, error)
+	PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error)
+	PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error)
+}
+
+// Pass counts what one pass deleted.
+type Pass struct {
+	Events        int
+	Runs          int
+	CascadeEvents int
+	Graphs        int
+}
+
+// FactPass is the telemetry fact of one pass.
+const FactPass = "docket.pruner.pass"
+
+// Pruner runs passes. Build it with New.
+type Pruner struct {
+	cfg       Config
+	store     Store
+	clock     ports.Clock
+	telemetry ports.Telemetry
+	logger    *slog.Logger
+}
+
+// Options are the pruner's collaborators; nil fields take the system
+// clock, no telemetry and slog.Default().
+type Options struct {
+	Clock     ports.Clock
+	Telemetry ports.Telemetry
+	Logger    *slog.Logger
+}
+
+// New validates cfg and returns a pruner.
+func New(store Store, cfg Config, opts Options) (*Pruner, error) {
+	if store == nil {
+		return nil, errors.New("pruner: store is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = ports.SystemClock{}
+	}
+	if opts.Telemetry == nil {
+		opts.Telemetry = ports.NopTelemetry{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Pruner{cfg: cfg, store: store, clock: opts.Clock, telemetry: opts.Telemetry, logger: opts.Logger}, nil
+}
+
+// Pass runs one pass at the pruner's clock. It stops at the first error
+// and reports what it deleted before it.
+func (p *Pruner) Pass(ctx context.Context) (Pass, error) {
+	started := time.Now()
+	now := ports.Micros(p.clock.Now())
+	var out Pass
+	err := p.pass(ctx, now, &out)
+	result := ports.ResultOK
+	if err != nil {
+		result = ports.ResultError
+	}
+	p.telemetry.Emit(ctx, FactPass, ports.Measurements{
+		"events_deleted":         float64(out.Events),
+		"runs_deleted":           float64(out.Runs),
+		"cascade_events_deleted": float64(out.CascadeEvents),
+		"graphs_deleted":         float64(out.Graphs),
+		"duration_ms":            float64(time.Since(started)) / float64(time.Millisecond),
+	}, ports.Label{Key: "result", Value: result})
+	return out, err
+}
+
+func (p *Pruner) pass(ctx context.Context, now time.Time, out *Pass) error {
+	var err error
+	out.Events, err = p.store.PruneEvents(ctx, ports.PruneParams{Before: now.Add(-p.cfg.EventRetention), BatchSize: p.cfg.BatchSize})
+	if err != nil {
+		return fmt.Errorf("prune events: %w", err)
+	}
+	runs, err := p.store.PruneRuns(ctx, ports.PruneParams{Before: now.Add(-p.cfg.RunRetention), BatchSize: p.cfg.BatchSize})
+	if err != nil {
+		return fmt.Errorf("prune runs: %w", err)
+	}
+	out.Runs, out.CascadeEvents = runs.Runs, runs.CascadeEvents
+	out.Graphs, err = p.store.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize})
+	if err != nil {
+		return fmt.Errorf("prune graph versions: %w", err)
+	}
+	return nil
+}
+
+// Run passes immediately, then Interval after each pass ends, until ctx
+// ends. A failed pass is logged and the schedule continues.
+func (p *Pruner) Run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		if _, err := p.Pass(ctx); err != nil && ctx.Err() == nil {
+			p.logger.Warn("docket pruner pass failed; retrying after the interval", slog.String("error", err.Error()))
+		}
+		timer.Reset(p.cfg.Interval)
+	}
+}

@@ -1,0 +1,140 @@
+package prune_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/prune"
+	"github.com/docketgo/docket/ports"
+)
+
+var now = time.Date(2026, 7, 10, 12, 0, 0, 0, time.UTC)
+
+type fakeStore struct {
+	mu        sync.Mutex
+	events    []ports.PruneParams
+	runs      []ports.PruneParams
+	graphs    []ports.PruneGraphsParams
+	failRuns  error
+	passCalls chan struct{}
+}
+
+func (s *fakeStore) PruneEvents(_ context.Context, p ports.PruneParams) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, p)
+	return 3, nil
+}
+
+func (s *fakeStore) PruneRuns(_ context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs = append(s.runs, p)
+	if s.failRuns != nil {
+		return ports.PruneRunsResult{}, s.failRuns
+	}
+	return ports.PruneRunsResult{Runs: 2, CascadeEvents: 7}, nil
+}
+
+func (s *fakeStore) PruneGraphVersions(_ context.Context, p ports.PruneGraphsParams) (int, error) {
+	s.mu.Lock()
+	s.graphs = append(s.graphs, p)
+	s.mu.Unlock()
+	if s.passCalls != nil {
+		select {
+		case s.passCalls <- struct{}{}:
+		default:
+		}
+	}
+	return 1, nil
+}
+
+func valid() prune.Config {
+	return prune.Config{Interval: time.Minute, EventRetention: time.Hour, RunRetention: 24 * time.Hour, BatchSize: 50}
+}
+
+func TestConfigHasNoDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		edit  func(*prune.Config)
+		field string
+	}{
+		{"zero interval", func(c *prune.Config) { c.Interval = 0 }, "Interval"},
+		{"negative event retention", func(c *prune.Config) { c.EventRetention = -time.Second }, "EventRetention"},
+		{"negative run retention", func(c *prune.Config) { c.RunRetention = -time.Second }, "RunRetention"},
+		{"events kept longer than runs", func(c *prune.Config) { c.EventRetention = 48 * time.Hour }, "EventRetention"},
+		{"zero batch", func(c *prune.Config) { c.BatchSize = 0 }, "BatchSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := valid()
+			tt.edit(&cfg)
+			err := cfg.Validate()
+			require.ErrorIs(t, err, prune.ErrInvalidConfig)
+			var ce *prune.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.field, ce.Field)
+			_, err = prune.New(&fakeStore{}, cfg, prune.Options{})
+			assert.ErrorIs(t, err, prune.ErrInvalidConfig)
+		})
+	}
+	assert.NoError(t, valid().Validate())
+	assert.Error(t, prune.Config{}.Validate(), "the zero config is not a policy")
+}
+
+func TestAPassUsesTheRetentionCutoffs(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{}
+	p, err := prune.New(store, valid(), prune.Options{Clock: ports.ClockFunc(func() time.Time { return now })})
+	require.NoError(t, err)
+	got, err := p.Pass(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, prune.Pass{Events: 3, Runs: 2, CascadeEvents: 7, Graphs: 1}, got)
+	assert.Equal(t, []ports.PruneParams{{Before: now.Add(-time.Hour), BatchSize: 50}}, store.events)
+	assert.Equal(t, []ports.PruneParams{{Before: now.Add(-24 * time.Hour), BatchSize: 50}}, store.runs)
+	assert.Equal(t, []ports.PruneGraphsParams{{Keep: ports.DefaultKeptGraphVersions, BatchSize: 50}}, store.graphs)
+}
+
+func TestAFailedPassReportsWhatItDeleted(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("database down")
+	store := &fakeStore{failRuns: boom}
+	p, err := prune.New(store, valid(), prune.Options{})
+	require.NoError(t, err)
+	got, err := p.Pass(context.Background())
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, 3, got.Events)
+	assert.Empty(t, store.graphs, "the pass stops at the failure")
+}
+
+func TestRunPassesAtStartThenEveryInterval(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{passCalls: make(chan struct{}, 10)}
+	cfg := valid()
+	cfg.Interval = time.Millisecond
+	p, err := prune.New(store, cfg, prune.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	for range 3 {
+		select {
+		case <-store.passCalls:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the pruner stopped passing")
+		}
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,555 @@
+// Package vehicle drives one claimed run (one lease) to its next park: it
+// loads the run's pinned graph version (through the node-local graph
+// cache), plans the next superstep, executes node attempts through the
+// executor, settles them into a Moment and commits it under the claim
+// fence, and keeps going while the run wants to continue and the drain
+// budget lasts. At the budget it commits a yield (an immediate park), so a
+// claim is never held longer than the budget plus one superstep.
+//
+// A vehicle never refreshes its claim: every continue commit re-stamps it.
+// It never decides who owns a run: a lost fence means someone else (a
+// signal, a steal) won, and the vehicle stops. It is not the dispatcher:
+// claiming, concurrency and shutdown live in package dispatch.
+package vehicle
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/app/graphcache"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/ports"
+)
+
+// Budget bounds one drive. A limit <= 0 is unlimited; the engine requires
+// a finite MaxElapsed below the orphan TTL.
+type Budget struct {
+	MaxMoments int
+	MaxElapsed time.Duration
+}
+
+// Config is a vehicle's wiring. The engine builds and validates it; New
+// only checks that the required collaborators are present.
+type Config struct {
+	Runs   ports.RunStore   // required
+	Graphs ports.GraphStore // required
+	Nodes  *node.Registry   // required
+	Clock  ports.Clock      // nil: ports.SystemClock
+	// Cache is the graph cache; nil compiles once per drive.
+	Cache *graphcache.Cache
+	// MaxAttemptElapsed is the host maximum of one node attempt (default
+	// executor.DefaultMaxAttemptElapsed).
+	MaxAttemptElapsed time.Duration
+	// MaxSupersteps is the runtime superstep limit for graphs without one
+	// (0: none).
+	MaxSupersteps int
+	Budget        Budget
+	// AbandonBackoff is the base and cap of hand-backs (required, valid).
+	AbandonBackoff claim.Backoff
+	// MaxClaimAbandons poisons a run after this many stored-graph
+	// hand-backs without progress (required, >= 1).
+	MaxClaimAbandons int
+	// Jitter returns a duration in (0, n] (default uniform).
+	Jitter func(n time.Duration) time.Duration
+	// AfterCommit runs after every successful commit (observers,
+	// telemetry); it must not block.
+	AfterCommit func(ctx context.Context, owner ports.OwnerScope, m *run.Moment)
+	// Stopping, when closed, makes the drive yield at its next continue
+	// commit, so a stopping host hands work back promptly.
+	Stopping <-chan struct{}
+	// NewInterruptID generates interrupt ids (default random).
+	NewInterruptID func() string
+	Telemetry      ports.Telemetry // nil: ports.NopTelemetry
+	Logger         *slog.Logger    // nil: slog.Default()
+}
+
+// Vehicle drives leases. It is safe for concurrent use: each Drive is
+// independent.
+type Vehicle struct {
+	cfg  Config
+	exec *executor.Executor
+}
+
+// New returns a vehicle for cfg.
+func New(cfg Config) (*Vehicle, error) {
+	switch {
+	case cfg.Runs == nil:
+		return nil, errors.New("vehicle: Runs is required")
+	case cfg.Graphs == nil:
+		return nil, errors.New("vehicle: Graphs is required")
+	case cfg.Nodes == nil:
+		return nil, errors.New("vehicle: Nodes is required")
+	case cfg.MaxClaimAbandons < 1:
+		return nil, errors.New("vehicle: MaxClaimAbandons must be at least 1")
+	case cfg.AbandonBackoff.Base <= 0 || cfg.AbandonBackoff.Cap < cfg.AbandonBackoff.Base:
+		return nil, errors.New("vehicle: AbandonBackoff needs 0 < Base <= Cap")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = ports.SystemClock{}
+	}
+	if cfg.MaxAttemptElapsed <= 0 {
+		cfg.MaxAttemptElapsed = executor.DefaultMaxAttemptElapsed
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = UniformJitter
+	}
+	if cfg.AfterCommit == nil {
+		cfg.AfterCommit = func(context.Context, ports.OwnerScope, *run.Moment) {}
+	}
+	if cfg.NewInterruptID == nil {
+		cfg.NewInterruptID = func() string { return RandomID("interrupt_") }
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = ports.NopTelemetry{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Vehicle{
+		cfg:  cfg,
+		exec: &executor.Executor{Nodes: cfg.Nodes, MaxAttemptElapsed: cfg.MaxAttemptElapsed},
+	}, nil
+}
+
+// Telemetry fact names.
+const (
+	FactDrain     = "docket.vehicle.drain"
+	FactCrash     = "docket.vehicle.crash"
+	FactDiscard   = "docket.vehicle.discard"
+	FactFenceLost = "docket.claim.fence_lost"
+	FactCache     = "docket.graph_cache.fetch"
+)
+
+// drive is the state of one Drive call.
+type drive struct {
+	*Vehicle
+	lease     ports.Lease
+	started   time.Time // monotonic
+	committed int
+}
+
+// Drive runs one lease to its outcome. It never returns an error: every
+// ending is an Outcome, and every claim is released, handed back, or (for
+// Interrupted and Crashed) left to expire.
+func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) (out Outcome) {
+	d := &drive{Vehicle: v, lease: lease, started: time.Now()}
+	ctx, span := v.cfg.Telemetry.StartSpan(ctx, "vehicle")
+	defer func() {
+		if p := recover(); p != nil {
+			out = Outcome{Kind: Crashed, Committed: d.committed,
+				Err: fmt.Errorf("vehicle panicked: %v\n%s", p, debug.Stack())}
+		}
+		d.finish(ctx, out)
+		span.End(spanResult(out), nil)
+	}()
+	return d.run(ctx)
+}
+
+func (d *drive) run(ctx context.Context) Outcome {
+	r, err := d.cfg.Runs.FetchRun(ctx, d.lease.Owner, d.lease.RunID)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return d.interrupted(err)
+	case errors.Is(err, ports.ErrNotFound):
+		return d.crash(fmt.Errorf("claim invariant: claimed run %q was not found", d.lease.RunID))
+	case err != nil:
+		return d.discard(ctx, StagePreFetch, err)
+	case r.CheckpointSeq != d.lease.CheckpointSeq:
+		// A signal landed between the claim and this read.
+		d.fenceLost(ctx, StagePreFetch)
+		return d.release(ctx, Outcome{Kind: FenceLost, Reason: StagePreFetch})
+	case r.Status != run.StatusRunning:
+		return d.crash(fmt.Errorf("claim invariant: claimed run %q is %s, not running", d.lease.RunID, r.Status))
+	}
+
+	g, out, ok := d.graph(ctx)
+	if !ok {
+		return out
+	}
+	return d.loop(ctx, g, r)
+}
+
+// loop is the moment loop: plan, execute, settle, commit, until a park.
+func (d *drive) loop(ctx context.Context, g *graph.Compiled, r *run.Run) Outcome {
+	// The first plan treats the claim time as reached: a host whose clock
+	// is behind the claimer's cannot defer work the claimer found due.
+	floor := d.lease.ClaimedAt
+	for {
+		if err := ctx.Err(); err != nil {
+			return d.interrupted(err)
+		}
+		step, err := superstep.Advance(g, r, d.env(floor))
+		if err != nil {
+			return d.crash(fmt.Errorf("plan run %q: %w", r.ID, err))
+		}
+		var m *run.Moment
+		switch step.Kind {
+		case superstep.Execute:
+			results, err := d.exec.Execute(ctx, r.ID, step.Activations)
+			if err != nil {
+				return d.interrupted(err)
+			}
+			// Settle reads the clock again: timestamps and retry deadlines
+			// count from the end of execution.
+			if m, err = superstep.Settle(g, r, step, results, d.env(floor)); err != nil {
+				return d.crash(fmt.Errorf("settle run %q: %w", r.ID, err))
+			}
+		case superstep.Commit:
+			m = step.Moment
+		case superstep.Park:
+			return d.deferUntil(ctx, r, step.ResumeAt)
+		case superstep.Wait:
+			return d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID))
+		case superstep.Terminal:
+			return d.crash(fmt.Errorf("claim invariant: claimed run %q is already terminal", r.ID))
+		default:
+			return d.crash(fmt.Errorf("unknown step kind %d", step.Kind))
+		}
+		floor = time.Time{}
+
+		fired := ""
+		if m.Disposition.Kind == run.DispositionContinue {
+			if fired = d.budgetFired(); fired != "" {
+				if m, err = run.Yield(m, run.ReasonDrainBudget); err != nil {
+					return d.crash(fmt.Errorf("yield run %q: %w", r.ID, err))
+				}
+			}
+		}
+		stored, out, ok := d.commit(ctx, m)
+		if !ok {
+			return out
+		}
+		if m.Disposition.Kind != run.DispositionContinue {
+			return Outcome{Kind: Parked, Park: m.Disposition.Kind, Committed: d.committed, Budget: fired}
+		}
+		r = stored
+	}
+}
+
+// commit writes m under the lease's fence and runs the after-commit work.
+func (d *drive) commit(ctx context.Context, m *run.Moment) (*run.Run, Outcome, bool) {
+	cctx, span := d.cfg.Telemetry.StartSpan(ctx, "run_store.commit")
+	stored, err := d.cfg.Runs.Commit(cctx, d.lease.Owner, ports.CommitParams{Moment: m, ClaimToken: d.lease.Token})
+	span.End(resultOf(err), nil)
+	switch {
+	case err == nil:
+	case errors.Is(err, ports.ErrStaleFence):
+		d.fenceLost(ctx, StageCommit)
+		return nil, d.release(ctx, Outcome{Kind: FenceLost, Reason: StageCommit, Committed: d.committed}), false
+	case ctx.Err() != nil:
+		// The commit's fate is unknown; the claim is left to its TTL and
+		// the fence decides whoever comes next.
+		return nil, d.interrupted(err), false
+	case errors.Is(err, ports.ErrInvalidCommit), errors.Is(err, ports.ErrNotFound):
+		return nil, d.crash(fmt.Errorf("claim invariant: commit of claimed run %q was rejected: %w", d.lease.RunID, err)), false
+	default:
+		return nil, d.discard(ctx, StageCommit, err), false
+	}
+	d.committed++
+	d.cfg.AfterCommit(ctx, d.lease.Owner, m)
+	return stored, Outcome{}, true
+}
+
+// budgetFired reports which limit makes the next continue a yield.
+func (d *drive) budgetFired() string {
+	b := d.cfg.Budget
+	count := b.MaxMoments > 0 && d.committed+1 >= b.MaxMoments
+	elapsed := b.MaxElapsed > 0 && time.Since(d.started) >= b.MaxElapsed
+	switch {
+	case count && elapsed:
+		return BudgetBoth
+	case count:
+		return BudgetMaxMoments
+	case elapsed:
+		return BudgetMaxElapsed
+	}
+	if d.cfg.Stopping != nil {
+		select {
+		case <-d.cfg.Stopping:
+			return BudgetShutdown
+		default:
+		}
+	}
+	return ""
+}
+
+func (d *drive) env(floor time.Time) superstep.Env {
+	return superstep.Env{Now: d.now(), ResumeFloor: floor, NewInterruptID: d.cfg.NewInterruptID}
+}
+
+func (d *drive) now() time.Time { return ports.Micros(d.cfg.Clock.Now()) }
+
+// graph returns the lease's compiled graph, or the outcome of handing the
+// claim back when it cannot be used here.
+func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
+	key := graphcache.Key{Owner: d.lease.Owner, GraphID: d.lease.GraphID, Hash: d.lease.GraphHash}
+	if c := d.cfg.Cache; c != nil {
+		e, result := c.Get(key)
+		d.cfg.Telemetry.Emit(ctx, FactCache, ports.Measurements{"count": 1}, ports.Label{Key: "result", Value: string(result)})
+		switch result {
+		case graphcache.Hit:
+			return d.checkHost(ctx, e.Compiled)
+		case graphcache.Incompatible:
+			return nil, d.abandon(ctx, e.Reason), false
+		}
+	}
+
+	fctx, span := d.cfg.Telemetry.StartSpan(ctx, "graph.fetch")
+	doc, err := d.cfg.Graphs.FetchGraph(fctx, d.lease.Owner, ports.GraphRef{GraphID: d.lease.GraphID, Hash: d.lease.GraphHash})
+	span.End(resultOf(err), nil)
+	switch {
+	case errors.Is(err, ports.ErrCorruptGraph):
+		d.putIncompatible(key, ReasonCorruptGraph, true)
+		return nil, d.abandon(ctx, ReasonCorruptGraph), false
+	case err != nil && ctx.Err() != nil:
+		return nil, d.interrupted(err), false
+	case errors.Is(err, ports.ErrNotFound):
+		return nil, d.crash(fmt.Errorf("claim invariant: graph %q@%s of claimed run %q is missing",
+			d.lease.GraphID, d.lease.GraphHash, d.lease.RunID)), false
+	case err != nil:
+		return nil, d.discard(ctx, StageGraphFetch, err), false
+	}
+
+	_, span = d.cfg.Telemetry.StartSpan(ctx, "graph.compile")
+	compiled, err := Compile(doc, d.cfg.Nodes, d.cfg.MaxSupersteps)
+	span.End(resultOf(err), nil)
+	switch {
+	case err != nil:
+		d.putIncompatible(key, ReasonCompileFailed, false)
+		d.cfg.Logger.Warn("docket stored graph does not compile on this host; handing the claim back",
+			slog.String("graph_id", d.lease.GraphID), slog.String("graph_hash", d.lease.GraphHash),
+			slog.String("error", err.Error()))
+		return nil, d.abandon(ctx, ReasonCompileFailed), false
+	case compiled.GraphID != d.lease.GraphID || compiled.Hash != d.lease.GraphHash:
+		d.putIncompatible(key, ReasonIdentityMismatch, false)
+		return nil, d.abandon(ctx, ReasonIdentityMismatch), false
+	}
+	if d.cfg.Cache != nil {
+		d.cfg.Cache.PutCompiled(key, compiled)
+	}
+	return d.checkHost(ctx, compiled)
+}
+
+// Compile compiles a stored (effective) graph document the way every
+// runtime path does: profile run, defaults not materialized again, the
+// host's superstep limit for graphs without one.
+func Compile(doc *graph.Graph, nodes graph.Implementations, maxSupersteps int) (*graph.Compiled, error) {
+	return graph.Compile(doc, nodes, graph.Options{
+		Profile:           graph.ProfileRun,
+		EffectiveDocument: true,
+		MaxSupersteps:     maxSupersteps,
+	})
+}
+
+func (d *drive) putIncompatible(key graphcache.Key, reason string, undecodable bool) {
+	if d.cfg.Cache != nil {
+		d.cfg.Cache.PutIncompatible(key, reason, undecodable)
+	}
+}
+
+// checkHost hands the claim back without poisoning when a node's
+// timeout_ms exceeds this host's attempt maximum.
+func (d *drive) checkHost(ctx context.Context, g *graph.Compiled) (*graph.Compiled, Outcome, bool) {
+	err := superstep.CheckExecutionPolicy(g, int(d.cfg.MaxAttemptElapsed/time.Millisecond))
+	if err == nil {
+		return g, Outcome{}, true
+	}
+	now := d.now()
+	res, aerr := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+		ExpectedSeq:      d.lease.CheckpointSeq,
+		Now:              now,
+		RetryAt:          now.Add(d.cfg.AbandonBackoff.Base),
+		MaxClaimAbandons: d.cfg.MaxClaimAbandons,
+		NonPoisoning:     true,
+		Backoff:          &d.cfg.AbandonBackoff,
+	})
+	switch {
+	case aerr != nil && ctx.Err() != nil:
+		return nil, d.interrupted(aerr), false
+	case aerr != nil:
+		return nil, d.discard(ctx, StageAbandon, aerr), false
+	case res == ports.AbandonStale:
+		return nil, Outcome{Kind: FenceLost, Reason: StageAbandon}, false
+	case res == ports.AbandonPoisoned:
+		return nil, Outcome{Kind: Abandoned, Abandon: res, Reason: string(HostIncompatible), Err: err}, false
+	}
+	return nil, Outcome{Kind: HostIncompatible, Abandon: res, Err: err}, false
+}
+
+// abandon hands back a claim whose stored graph cannot be used here, with
+// a jittered backoff in (base, 2·base], counting toward poison.
+func (d *drive) abandon(ctx context.Context, reason string) Outcome {
+	now := d.now()
+	base := d.cfg.AbandonBackoff.Base
+	retryAt := now.Add(base + clampJitter(d.cfg.Jitter, base))
+	res, err := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+		ExpectedSeq:      d.lease.CheckpointSeq,
+		Now:              now,
+		RetryAt:          retryAt,
+		MaxClaimAbandons: d.cfg.MaxClaimAbandons,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return d.interrupted(err)
+	case err != nil:
+		return d.discard(ctx, StageAbandon, err)
+	}
+	return Outcome{Kind: Abandoned, Abandon: res, Reason: reason}
+}
+
+// deferUntil hands the claim back when nothing is due yet, waking at the
+// earliest deadline (never in the past).
+func (d *drive) deferUntil(ctx context.Context, r *run.Run, resumeAt time.Time) Outcome {
+	now := d.now()
+	retryAt := ports.Micros(resumeAt)
+	if retryAt.Before(now) {
+		retryAt = now
+	}
+	res, err := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+		ExpectedSeq:      r.CheckpointSeq,
+		Now:              now,
+		RetryAt:          retryAt,
+		MaxClaimAbandons: d.cfg.MaxClaimAbandons,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return d.interrupted(err)
+	case err != nil:
+		return d.discard(ctx, StageAbandon, err)
+	}
+	return Outcome{Kind: Deferred, Abandon: res, Committed: d.committed}
+}
+
+// release hands the claim back with an immediate wake (a no-op when the
+// token is no longer current) and returns out.
+func (d *drive) release(ctx context.Context, out Outcome) Outcome {
+	// A release is worth trying even when the caller's context ended: it
+	// only shortens recovery, and it is bounded.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := d.cfg.Runs.ReleaseClaim(rctx, d.lease.RunID, d.lease.Token, d.now()); err != nil {
+		d.cfg.Logger.Warn("docket claim release failed; the claim will expire after the orphan TTL",
+			slog.String("run_id", d.lease.RunID), slog.String("error", err.Error()))
+	}
+	return out
+}
+
+func (d *drive) discard(ctx context.Context, stage string, err error) Outcome {
+	d.cfg.Telemetry.Emit(ctx, FactDiscard, ports.Measurements{"count": 1},
+		ports.Label{Key: "stage", Value: stage}, ports.Label{Key: "result", Value: discardResult(err)})
+	d.cfg.Logger.Warn("docket vehicle discarded its work and released the claim",
+		slog.String("run_id", d.lease.RunID), slog.String("stage", stage), slog.String("error", err.Error()))
+	return d.release(ctx, Outcome{Kind: Discarded, Reason: stage, Err: err, Committed: d.committed})
+}
+
+func (d *drive) fenceLost(ctx context.Context, stage string) {
+	d.cfg.Telemetry.Emit(ctx, FactFenceLost, ports.Measurements{"count": 1},
+		ports.Label{Key: "stage", Value: stage}, ports.Label{Key: "result", Value: ports.ResultStaleFence})
+}
+
+func (d *drive) interrupted(err error) Outcome {
+	return Outcome{Kind: Interrupted, Err: err, Committed: d.committed}
+}
+
+func (d *drive) crash(err error) Outcome {
+	return Outcome{Kind: Crashed, Err: err, Committed: d.committed}
+}
+
+// finish reports one drive: the drain fact, and for a crash the crash fact
+// and an error log.
+func (d *drive) finish(ctx context.Context, out Outcome) {
+	held := max(d.now().Sub(d.lease.ClaimedAt), 0)
+	if out.Kind == Crashed {
+		d.cfg.Telemetry.Emit(ctx, FactCrash, ports.Measurements{
+			"count": 1, "claim_held_ms": ms(held), "claim_attempt": float64(d.lease.Attempt),
+		}, ports.Label{Key: "result", Value: "crashed"})
+		d.cfg.Logger.Error("docket vehicle crashed; the claim will expire after the orphan TTL",
+			slog.String("run_id", d.lease.RunID), slog.Int("claim_attempt", d.lease.Attempt),
+			slog.String("error", errString(out.Err)))
+	}
+	labels := []ports.Label{{Key: "outcome", Value: string(out.Kind)}}
+	if out.Budget != "" {
+		labels = append(labels, ports.Label{Key: "budget", Value: out.Budget})
+	}
+	d.cfg.Telemetry.Emit(ctx, FactDrain, ports.Measurements{
+		"committed_moments": float64(out.Committed),
+		"elapsed_ms":        ms(time.Since(d.started)),
+		"claim_held_ms":     ms(held),
+		"claim_attempt":     float64(d.lease.Attempt),
+	}, labels...)
+}
+
+func spanResult(out Outcome) string {
+	switch out.Kind {
+	case Parked, Deferred, HostIncompatible, Abandoned:
+		return ports.ResultOK
+	case FenceLost:
+		return ports.ResultStaleFence
+	case Interrupted:
+		return ports.ResultSkipped
+	}
+	return ports.ResultError
+}
+
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return ports.ResultOK
+	case errors.Is(err, ports.ErrStaleFence):
+		return ports.ResultStaleFence
+	}
+	return ports.ResultError
+}
+
+func discardResult(err error) string {
+	switch {
+	case errors.Is(err, ports.ErrEventConflict):
+		return "event_conflict"
+	case errors.Is(err, ports.ErrCorruptRun):
+		return "corrupt_run"
+	}
+	return ports.ResultError
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// UniformJitter returns a duration uniform in (0, n] at microsecond
+// granularity (n itself when n is below a microsecond).
+func UniformJitter(n time.Duration) time.Duration {
+	units := int64(n / time.Microsecond)
+	if units <= 1 {
+		return n
+	}
+	return time.Duration(rand.Int64N(units)+1) * time.Microsecond
+}
+
+// clampJitter keeps a jitter function's answer in (0, n].
+func clampJitter(jitter func(time.Duration) time.Duration, n time.Duration) time.Duration {
+	j := jitter(n)
+	return min(max(j, time.Microsecond), n)
+}
+
+// RandomID is prefix + 16 random lowercase hex digits.
+func RandomID(prefix string) string {
+	var b [8]byte
+	_, _ = cryptorand.Read(b[:])
+	return run.IDFromRandom(prefix, b)
+}

@@ -1,0 +1,294 @@
+package vehicle_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/app/graphcache"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/app/vehicle"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/ports"
+)
+
+var epoch = time.Date(2026, 7, 10, 12, 0, 0, 0, time.UTC)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// fixture is one memory store with one started run of a graph.
+type fixture struct {
+	clock   *clock
+	store   *memory.Store
+	nodes   *node.Registry
+	started chan struct{}
+	runID   string
+}
+
+func newFixture(t *testing.T, g *graph.Builder) *fixture {
+	t.Helper()
+	f := &fixture{clock: &clock{now: epoch}, nodes: node.NewRegistry(), started: make(chan struct{}, 8)}
+	f.store = memory.New(memory.Options{Clock: f.clock})
+	f.nodes.
+		MustRegister("t.write", node.New(nil, func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"out": "x"}), nil
+		})).
+		MustRegister("t.flaky", node.New(nil, func(_ context.Context, in node.Input) (node.Output, error) {
+			if in.Task.Attempt == 1 {
+				return node.Output{}, errors.New("first attempt fails")
+			}
+			return node.Update(map[string]any{"out": "x"}), nil
+		})).
+		MustRegister("t.blocks", node.New(nil, func(ctx context.Context, _ node.Input) (node.Output, error) {
+			f.started <- struct{}{}
+			<-ctx.Done()
+			return node.Output{}, ctx.Err()
+		}))
+	doc, err := g.Build()
+	require.NoError(t, err)
+	compiled, err := graph.Compile(doc, f.nodes, graph.Options{Profile: graph.ProfilePublish})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = f.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
+	require.NoError(t, err)
+	m, err := superstep.Start(compiled, superstep.StartParams{RunID: "run_1"}, superstep.Env{Now: epoch})
+	require.NoError(t, err)
+	_, err = f.store.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: epoch})
+	require.NoError(t, err)
+	f.runID = "run_1"
+	return f
+}
+
+func single(ref string, opts ...graph.RecordOption) *graph.Builder {
+	return graph.New("g").
+		State("out", schema.String()).
+		Node("n", ref, opts...).
+		Edge("edge_start", graph.Start, "n").
+		Edge("edge_finish", "n", graph.Finish)
+}
+
+func (f *fixture) claim(t *testing.T) ports.Lease {
+	t.Helper()
+	b, err := f.store.ClaimDue(context.Background(), claim.Request{Now: f.clock.Now(), Limit: 1, OrphanTTL: time.Minute, MaxClaimAttempts: 5})
+	require.NoError(t, err)
+	require.Len(t, b.Leases, 1)
+	return b.Leases[0]
+}
+
+func (f *fixture) vehicle(t *testing.T, runs ports.RunStore, edit ...func(*vehicle.Config)) *vehicle.Vehicle {
+	t.Helper()
+	cfg := vehicle.Config{
+		Runs: runs, Graphs: f.store, Nodes: f.nodes, Clock: f.clock,
+		AbandonBackoff:   claim.Backoff{Base: 10 * time.Second, Cap: time.Minute},
+		MaxClaimAbandons: 3,
+		Budget:           vehicle.Budget{MaxMoments: 100, MaxElapsed: time.Minute},
+	}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	v, err := vehicle.New(cfg)
+	require.NoError(t, err)
+	return v
+}
+
+func (f *fixture) info(t *testing.T) *ports.RunInfo {
+	t.Helper()
+	info, err := f.store.InspectRun(context.Background(), ports.System(), f.runID)
+	require.NoError(t, err)
+	return info
+}
+
+// failingCommits makes every Commit fail with err.
+type failingCommits struct {
+	ports.RunStore
+	err error
+}
+
+func (s failingCommits) Commit(context.Context, ports.Scope, ports.CommitParams) (*run.Run, error) {
+	return nil, s.err
+}
+
+// vanishingRuns makes the claimed run unreadable.
+type vanishingRuns struct{ ports.RunStore }
+
+func (vanishingRuns) FetchRun(context.Context, ports.Scope, string) (*run.Run, error) {
+	return nil, ports.ErrNotFound
+}
+
+func TestADriveCommitsUpToThePark(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	var committed []run.CheckpointType
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.AfterCommit = func(_ context.Context, owner ports.OwnerScope, m *run.Moment) {
+			assert.Equal(t, ports.Tenantless(), owner)
+			committed = append(committed, m.CheckpointType)
+		}
+	})
+	out := v.Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionTerminal, out.Park)
+	assert.Equal(t, 2, out.Committed)
+	assert.Equal(t, []run.CheckpointType{run.CheckpointStepCommitted, run.CheckpointRunCompleted}, committed)
+	assert.False(t, f.info(t).Claimed())
+}
+
+func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Budget.MaxMoments = 1 })
+	out := v.Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionImmediate, out.Park, "the continue became an immediate park")
+	assert.Equal(t, vehicle.BudgetMaxMoments, out.Budget)
+	assert.Equal(t, 1, out.Committed)
+	info := f.info(t)
+	assert.False(t, info.Claimed())
+	assert.Equal(t, epoch, info.WakeAt, "the yield is due at once")
+}
+
+func TestAStoppingHostYieldsAtTheNextContinue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	stopping := make(chan struct{})
+	close(stopping)
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Stopping = stopping })
+	out := v.Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, vehicle.BudgetShutdown, out.Budget)
+}
+
+func TestASignalBetweenClaimAndFetchLosesThePreFetchFence(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	lease := f.claim(t)
+	_, err := f.store.MutateRun(context.Background(), ports.Tenantless(), f.runID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: epoch})
+	})
+	require.NoError(t, err)
+	out := f.vehicle(t, f.store).Drive(context.Background(), lease)
+	assert.Equal(t, vehicle.FenceLost, out.Kind)
+	assert.Equal(t, vehicle.StagePreFetch, out.Reason)
+	assert.Zero(t, out.Committed)
+}
+
+func TestNothingDueIsDeferredToTheEarliestDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.flaky", graph.Retry(3, 60_000)))
+	out := f.vehicle(t, f.store).Drive(context.Background(), f.claim(t))
+	require.Equal(t, vehicle.Parked, out.Kind)
+	require.Equal(t, run.DispositionAt, out.Park)
+
+	// A claim made by a host whose clock ran ahead, driven by one whose
+	// clock (and the lease's claim time) is still before the retry.
+	f.clock.Set(epoch.Add(time.Minute))
+	lease := f.claim(t)
+	lease.ClaimedAt = epoch
+	f.clock.Set(epoch)
+	out = f.vehicle(t, f.store).Drive(context.Background(), lease)
+	assert.Equal(t, vehicle.Deferred, out.Kind)
+	assert.Equal(t, ports.AbandonRescheduled, out.Abandon)
+	info := f.info(t)
+	assert.False(t, info.Claimed())
+	assert.Equal(t, epoch.Add(time.Minute), info.WakeAt)
+}
+
+func TestAFailedCommitIsDiscardedAndReleased(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	boom := errors.New("connection reset")
+	out := f.vehicle(t, failingCommits{RunStore: f.store, err: boom}).Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Discarded, out.Kind)
+	assert.Equal(t, vehicle.StageCommit, out.Reason)
+	assert.ErrorIs(t, out.Err, boom)
+	info := f.info(t)
+	assert.False(t, info.Claimed(), "the claim was released for a quick retry")
+	assert.EqualValues(t, 1, info.Run.CheckpointSeq)
+}
+
+func TestInvariantViolationsCrashAndLeaveTheClaimToExpire(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	out := f.vehicle(t, vanishingRuns{f.store}).Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Crashed, out.Kind)
+	assert.True(t, f.info(t).Claimed())
+
+	g := newFixture(t, single("t.write"))
+	out = g.vehicle(t, failingCommits{RunStore: g.store, err: &ports.InvalidCommitError{Reason: "bug"}}).
+		Drive(context.Background(), g.claim(t))
+	assert.Equal(t, vehicle.Crashed, out.Kind, "a rejected proposal is a runtime bug, not a retry")
+	assert.True(t, g.info(t).Claimed())
+}
+
+func TestACancelledDriveLeavesItsClaim(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.blocks"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan vehicle.Outcome)
+	lease := f.claim(t)
+	go func() { done <- f.vehicle(t, f.store).Drive(ctx, lease) }()
+	<-f.started
+	cancel()
+	out := <-done
+	assert.Equal(t, vehicle.Interrupted, out.Kind)
+	assert.ErrorIs(t, out.Err, context.Canceled)
+	assert.True(t, f.info(t).Claimed(), "recovery is the orphan TTL's job")
+}
+
+func TestGraphsThisHostCannotUseAreHandedBack(t *testing.T) {
+	t.Parallel()
+	t.Run("a timeout above the host maximum backs off without poison", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, single("t.write", graph.Timeout(5000)))
+		out := f.vehicle(t, f.store, func(c *vehicle.Config) { c.MaxAttemptElapsed = time.Second }).
+			Drive(context.Background(), f.claim(t))
+		assert.Equal(t, vehicle.HostIncompatible, out.Kind)
+		assert.ErrorIs(t, out.Err, superstep.ErrIncompatibleExecutionPolicy)
+		info := f.info(t)
+		assert.Equal(t, epoch.Add(10*time.Second), info.WakeAt)
+		assert.Zero(t, info.ClaimAttempts, "the attempt is refunded")
+	})
+	t.Run("an unknown node is cached as unusable and abandoned with jitter", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, single("t.write"))
+		cache := graphcache.New(graphcache.Options{})
+		bare := node.NewRegistry()
+		v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+			c.Nodes = bare
+			c.Cache = cache
+			c.Jitter = func(n time.Duration) time.Duration { return n / 2 }
+		})
+		out := v.Drive(context.Background(), f.claim(t))
+		assert.Equal(t, vehicle.Abandoned, out.Kind)
+		assert.Equal(t, vehicle.ReasonCompileFailed, out.Reason)
+		assert.Equal(t, ports.AbandonRescheduled, out.Abandon)
+		assert.Equal(t, epoch.Add(15*time.Second), f.info(t).WakeAt, "base plus jitter")
+		_, result := cache.Get(graphcache.Key{Owner: ports.Tenantless(), GraphID: "g", Hash: f.info(t).Run.GraphHash})
+		assert.Equal(t, graphcache.Incompatible, result)
+	})
+}
