@@ -1,0 +1,215 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Channel is the PostgreSQL notification channel Docket stores announce
+// wakes on (pg_notify('docket_wake', <schema>) inside the write).
+const Channel = "docket_wake"
+
+// Default reconnect backoff of a Listener.
+const (
+	DefaultMinBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff = 10 * time.Second
+)
+
+// closeTimeout bounds closing a connection that may already be broken.
+const closeTimeout = 2 * time.Second
+
+// ListenerConfig configures a Listener. The zero value of every field but
+// ConnConfig means the documented default.
+type ListenerConfig struct {
+	// ConnConfig is the session the listener opens, one connection per
+	// Listen call, never taken from a pool. It must reach PostgreSQL
+	// directly or through session pooling: LISTEN does not work behind
+	// PgBouncer's transaction or statement pooling (use None there). It is
+	// copied; application_name defaults to "docket-wake-listener".
+	ConnConfig *pgx.ConnConfig
+	// Schema is the Docket schema whose announcements count: a
+	// notification is a Wake only when its payload equals Schema. Other
+	// payloads (other schemas on the same database) are ignored. The
+	// empty string accepts only the empty payload of an unprefixed store.
+	Schema string
+	// MinBackoff and MaxBackoff bound the exponential, jittered delay
+	// between reconnect attempts (defaults 100ms and 10s).
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// Logger receives connection losses and reconnects (default
+	// slog.Default()). Notifications themselves are never logged.
+	Logger *slog.Logger
+	// Telemetry receives one "notification" fact per notification, with
+	// result received or ignored (default ports.NopTelemetry).
+	Telemetry ports.Telemetry
+}
+
+// Listener is the LISTEN/NOTIFY notifier of the PostgreSQL backend. Each
+// Listen call holds one dedicated session connection for as long as its
+// context lives. A lost connection is reopened with exponential backoff
+// and re-subscribed; announcements sent meanwhile are lost, so after a
+// reconnect the listener delivers one Wake to make its consumer poll.
+type Listener struct {
+	connConfig *pgx.ConnConfig
+	schema     string
+	minBackoff time.Duration
+	maxBackoff time.Duration
+	logger     *slog.Logger
+	telemetry  ports.Telemetry
+}
+
+var _ ports.Notifier = (*Listener)(nil)
+
+// NewListener validates cfg and returns a Listener. It does not connect;
+// Listen does.
+func NewListener(cfg ListenerConfig) (*Listener, error) {
+	if cfg.ConnConfig == nil {
+		return nil, errors.New("notify: ListenerConfig.ConnConfig is required")
+	}
+	if cfg.MinBackoff < 0 || cfg.MaxBackoff < 0 {
+		return nil, errors.New("notify: ListenerConfig.MinBackoff and MaxBackoff must not be negative")
+	}
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		return nil, fmt.Errorf("notify: ListenerConfig.MaxBackoff %v is below MinBackoff %v", cfg.MaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = ports.NopTelemetry{}
+	}
+	connConfig := cfg.ConnConfig.Copy()
+	if connConfig.RuntimeParams == nil {
+		connConfig.RuntimeParams = map[string]string{}
+	}
+	if connConfig.RuntimeParams["application_name"] == "" {
+		connConfig.RuntimeParams["application_name"] = "docket-wake-listener"
+	}
+	return &Listener{
+		connConfig: connConfig,
+		schema:     cfg.Schema,
+		minBackoff: cfg.MinBackoff,
+		maxBackoff: cfg.MaxBackoff,
+		logger:     cfg.Logger,
+		telemetry:  cfg.Telemetry,
+	}, nil
+}
+
+// Listen opens a dedicated connection, subscribes to Channel and returns
+// once the subscription is active, so every announcement committed after
+// Listen returns is delivered (unless the connection is lost). The channel
+// holds one pending Wake (bursts coalesce) and is closed after ctx is done
+// and the connection is closed. A failure of the first connection is
+// returned; later losses are retried in the background.
+func (l *Listener) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := l.connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("notify: listen on %s: %w", Channel, err)
+	}
+	out := make(chan ports.Wake, 1)
+	go l.run(ctx, conn, out)
+	return out, nil
+}
+
+// connect opens one session and subscribes it.
+func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, l.connConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
+		closeQuietly(conn)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// run owns conn (and its successors) until ctx is done.
+func (l *Listener) run(ctx context.Context, conn *pgx.Conn, out chan ports.Wake) {
+	defer close(out)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err == nil {
+			l.handle(ctx, n, out)
+			continue
+		}
+		closeQuietly(conn)
+		if ctx.Err() != nil {
+			return
+		}
+		l.logger.Warn("docket wake listener lost its connection; reconnecting", slog.String("error", err.Error()))
+		if conn = l.reconnect(ctx); conn == nil {
+			return
+		}
+		// Announcements sent while disconnected are lost: one poll
+		// catches up with all of them.
+		offer(out)
+	}
+}
+
+func (l *Listener) handle(ctx context.Context, n *pgconn.Notification, out chan ports.Wake) {
+	result := "ignored"
+	if n.Channel == Channel && n.Payload == l.schema {
+		result = "received"
+		offer(out)
+	}
+	l.telemetry.Emit(ctx, "notification", ports.Measurements{"count": 1}, ports.Label{Key: "result", Value: result})
+}
+
+// reconnect retries connect with exponential, jittered backoff until it
+// succeeds (returning the subscribed connection) or ctx is done (nil).
+func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
+	delay := l.minBackoff
+	for attempt := 1; ; attempt++ {
+		timer := time.NewTimer(jitter(delay))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+		conn, err := l.connect(ctx)
+		if err == nil {
+			l.logger.Info("docket wake listener reconnected", slog.Int("attempts", attempt))
+			return conn
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.logger.Warn("docket wake listener could not reconnect", slog.Int("attempt", attempt), slog.String("error", err.Error()))
+		delay = min(2*delay, l.maxBackoff)
+	}
+}
+
+// jitter spreads d over [d/2, d] so many listeners that lost one server
+// do not reconnect in lockstep.
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
+	if half <= 0 {
+		return d
+	}
+	return half + rand.N(half+1)
+}
+
+func closeQuietly(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = conn.Close(ctx)
+}

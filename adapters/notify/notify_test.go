@@ -1,0 +1,238 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docketgo/docket/adapters/notify"
+	"github.com/docketgo/docket/pgtest"
+	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	arrival = 5 * time.Second        // bound on an expected Wake
+	quiet   = 300 * time.Millisecond // silence that proves "no Wake"
+)
+
+var appCounter atomic.Int64
+
+// listenerEnv is a Listener on the shared test database with a unique
+// application_name, so a test can find (and terminate) its session.
+type listenerEnv struct {
+	db       *pgtest.Database
+	appName  string
+	listener *notify.Listener
+}
+
+func newListenerEnv(t *testing.T, schema string) *listenerEnv {
+	t.Helper()
+	db := pgtest.SharedDatabase(t)
+	cfg, err := pgx.ParseConfig(db.URL)
+	require.NoError(t, err)
+	app := fmt.Sprintf("docket-notify-test-%d-%d", time.Now().UnixNano(), appCounter.Add(1))
+	cfg.RuntimeParams["application_name"] = app
+	l, err := notify.NewListener(notify.ListenerConfig{
+		ConnConfig: cfg,
+		Schema:     schema,
+		MinBackoff: 20 * time.Millisecond,
+		MaxBackoff: 200 * time.Millisecond,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	return &listenerEnv{db: db, appName: app, listener: l}
+}
+
+func (e *listenerEnv) listen(t *testing.T) (<-chan ports.Wake, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wakes, err := e.listener.Listen(ctx)
+	require.NoError(t, err)
+	return wakes, cancel
+}
+
+// notifyOn announces payload on the wake channel from a separate session.
+func (e *listenerEnv) notifyOn(t *testing.T, payload string) {
+	t.Helper()
+	conn := e.db.Connect(t)
+	_, err := conn.Exec(context.Background(), "SELECT pg_notify($1, $2)", notify.Channel, payload)
+	require.NoError(t, err)
+}
+
+func expectWake(t *testing.T, wakes <-chan ports.Wake, what string) {
+	t.Helper()
+	select {
+	case _, ok := <-wakes:
+		require.True(t, ok, "%s: the channel closed instead", what)
+	case <-time.After(arrival):
+		t.Fatalf("%s: no Wake arrived", what)
+	}
+}
+
+func expectSilence(t *testing.T, wakes <-chan ports.Wake, what string) {
+	t.Helper()
+	select {
+	case <-wakes:
+		t.Errorf("%s: a Wake arrived", what)
+	case <-time.After(quiet):
+	}
+}
+
+func TestListenerDeliversOnlyItsSchemasAnnouncements(t *testing.T) {
+	t.Parallel()
+	env := newListenerEnv(t, "tenant_schema")
+	wakes, _ := env.listen(t)
+	env.notifyOn(t, "another_schema")
+	env.notifyOn(t, "")
+	expectSilence(t, wakes, "announcements of other schemas")
+	env.notifyOn(t, "tenant_schema")
+	expectWake(t, wakes, "an announcement of the listener's schema")
+}
+
+func TestListenerCoalescesBursts(t *testing.T) {
+	t.Parallel()
+	env := newListenerEnv(t, "burst")
+	wakes, _ := env.listen(t)
+	for range 5 {
+		env.notifyOn(t, "burst")
+	}
+	expectWake(t, wakes, "a burst")
+	// The burst may arrive as one or two Wakes (one pending while the
+	// first is being read), never as five queued ones.
+	drained := 0
+	for drained < 5 {
+		select {
+		case <-wakes:
+			drained++
+			continue
+		case <-time.After(quiet):
+		}
+		break
+	}
+	assert.LessOrEqual(t, drained, 1, "a burst is coalesced")
+}
+
+func TestListenerReconnectsAfterItsSessionIsTerminated(t *testing.T) {
+	t.Parallel()
+	env := newListenerEnv(t, "reconnecting")
+	wakes, _ := env.listen(t)
+	admin := env.db.Connect(t)
+	ctx := context.Background()
+
+	var terminated int
+	err := admin.QueryRow(ctx, `
+		SELECT count(*) FROM (
+			SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1
+		) AS t`, env.appName).Scan(&terminated)
+	require.NoError(t, err)
+	require.Equal(t, 1, terminated, "the listener holds exactly one session")
+
+	// After the loss the listener reconnects and hands out one Wake, since
+	// announcements made while it was away are lost.
+	expectWake(t, wakes, "the catch-up Wake after reconnecting")
+	require.Eventually(t, func() bool {
+		var sessions int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, env.appName).Scan(&sessions)
+		return err == nil && sessions == 1
+	}, arrival, 20*time.Millisecond, "a new session is listening")
+	env.notifyOn(t, "reconnecting")
+	expectWake(t, wakes, "an announcement after the reconnect")
+}
+
+func TestListenerStopsAndClosesOnCancel(t *testing.T) {
+	t.Parallel()
+	env := newListenerEnv(t, "closing")
+	wakes, cancel := env.listen(t)
+	cancel()
+	select {
+	case _, ok := <-wakes:
+		require.False(t, ok, "no Wake is delivered after cancel")
+	case <-time.After(arrival):
+		t.Fatal("the channel was not closed after cancel")
+	}
+	admin := env.db.Connect(t)
+	require.Eventually(t, func() bool {
+		var sessions int
+		err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, env.appName).Scan(&sessions)
+		return err == nil && sessions == 0
+	}, arrival, 20*time.Millisecond, "the dedicated session is closed")
+}
+
+func TestListenerReportsAnUnreachableServer(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgx.ParseConfig("postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	l, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg})
+	require.NoError(t, err)
+	_, err = l.Listen(context.Background())
+	assert.Error(t, err, "the first connection's failure is returned")
+}
+
+func TestNewListenerValidatesItsConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgx.ParseConfig("postgres://x@127.0.0.1/x")
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		cfg  notify.ListenerConfig
+	}{
+		{"missing connection config", notify.ListenerConfig{}},
+		{"negative backoff", notify.ListenerConfig{ConnConfig: cfg, MinBackoff: -time.Second}},
+		{"max below min", notify.ListenerConfig{ConnConfig: cfg, MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := notify.NewListener(tt.cfg)
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestBroadcasterAnnouncesToEveryListenerUntilCancel(t *testing.T) {
+	t.Parallel()
+	var b notify.Broadcaster
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	w1, err := b.Listen(ctx1)
+	require.NoError(t, err)
+	w2, err := b.Listen(ctx2)
+	require.NoError(t, err)
+
+	b.Announce()
+	b.Announce() // coalesced with the first
+	expectWake(t, w1, "listener 1")
+	expectWake(t, w2, "listener 2")
+	expectSilence(t, w1, "a coalesced burst")
+
+	cancel1()
+	_, ok := <-w1
+	assert.False(t, ok, "a cancelled listener's channel closes")
+	b.Announce()
+	expectWake(t, w2, "the remaining listener")
+
+	_, err = b.Listen(ctx1)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestNoneNeverDeliversAndClosesOnCancel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes, err := notify.None{}.Listen(ctx)
+	require.NoError(t, err)
+	expectSilence(t, wakes, "poll-only mode")
+	cancel()
+	_, ok := <-wakes
+	assert.False(t, ok)
+}

@@ -1,0 +1,295 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
+)
+
+// ClaimDue executes one admission under the legacy policy as ONE
+// statement (see ports.RunStore and sqlClaimDueLegacy). Rows a concurrent
+// writer holds are skipped, never waited on.
+func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidArgument, err)
+	}
+	r = r.Normalized()
+	ctx, span := s.telemetry.StartSpan(ctx, "run_store.claim", ports.Label{Key: "preference", Value: preferenceLabel(r.Preference)})
+	batch, err := s.claimDue(ctx, r)
+	if err != nil {
+		span.End(ports.ResultError, nil)
+		return nil, err
+	}
+	span.End(ports.ResultOK, ports.Measurements{
+		"demand":             float64(r.Limit),
+		"leases":             float64(len(batch.Leases)),
+		"poisoned":           float64(len(batch.Poisoned)),
+		"ready_candidates":   float64(batch.ReadyCandidates),
+		"expired_candidates": float64(batch.ExpiredCandidates),
+	})
+	return batch, nil
+}
+
+func preferenceLabel(p claim.Preference) string {
+	if p == claim.PreferNone {
+		return "none"
+	}
+	return string(p)
+}
+
+// claimRow is one row of sqlClaimDueLegacy: an outcome, or the gate's
+// sentinel (gate_code < 0, every other column NULL).
+type claimRow struct {
+	runID         *string
+	tenantID      *string
+	graphID       *string
+	graphHash     *string
+	checkpointSeq *int64
+	token         *string
+	claimedAt     *time.Time
+	attempts      *int32
+	poisonedAt    *time.Time
+	poisonReason  *string
+	class         *string
+	order         *int64
+	readyCount    int64
+	expiredCount  int64
+	gateCode      int32
+}
+
+func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	cutoff := ceilMicros(r.ExpiryCutoff())
+	rows, err := s.pool.Query(ctx, s.stmt.claimDue, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference))
+	if err != nil {
+		return nil, claimError(err)
+	}
+	var outcomes []claimRow
+	for rows.Next() {
+		var c claimRow
+		err := rows.Scan(&c.runID, &c.tenantID, &c.graphID, &c.graphHash, &c.checkpointSeq, &c.token,
+			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order,
+			&c.readyCount, &c.expiredCount, &c.gateCode)
+		if err != nil {
+			rows.Close()
+			return nil, claimError(err)
+		}
+		outcomes = append(outcomes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, claimError(err)
+	}
+	batch := &ports.ClaimBatch{Leases: []ports.Lease{}, Poisoned: []ports.PoisonOutcome{}}
+	if len(outcomes) == 1 && outcomes[0].gateCode < 0 {
+		return nil, gateError(outcomes[0].gateCode)
+	}
+	// RETURNING has no order: restore the admission order.
+	slices.SortFunc(outcomes, func(a, b claimRow) int { return int(*a.order - *b.order) })
+	for _, c := range outcomes {
+		if c.runID == nil || c.class == nil || c.attempts == nil {
+			return nil, fmt.Errorf("docket postgres: claim: malformed outcome row")
+		}
+		batch.ReadyCandidates, batch.ExpiredCandidates = int(c.readyCount), int(c.expiredCount)
+		class := claim.Class(*c.class)
+		if c.poisonedAt != nil {
+			batch.Poisoned = append(batch.Poisoned, ports.PoisonOutcome{
+				RunID:        *c.runID,
+				PoisonedAt:   ports.Micros(*c.poisonedAt),
+				PoisonReason: textOf(c.poisonReason),
+				Class:        class,
+			})
+			continue
+		}
+		if c.token == nil || c.claimedAt == nil || c.checkpointSeq == nil || c.graphID == nil || c.graphHash == nil {
+			return nil, fmt.Errorf("docket postgres: claim: malformed lease row for run %q", *c.runID)
+		}
+		batch.Leases = append(batch.Leases, ports.Lease{
+			RunID:         *c.runID,
+			Owner:         ownerOf(c.tenantID),
+			GraphID:       *c.graphID,
+			GraphHash:     *c.graphHash,
+			CheckpointSeq: *c.checkpointSeq,
+			Token:         ports.NewClaimToken(*c.token),
+			ClaimedAt:     ports.Micros(*c.claimedAt),
+			Attempt:       int(*c.attempts),
+			OrphanTTL:     r.OrphanTTL,
+			Class:         class,
+		})
+	}
+	return batch, nil
+}
+
+// gateError maps the sentinel row of a closed admission gate.
+func gateError(code int32) error {
+	reason := ports.UnavailableLockContention
+	switch code {
+	case gateReadOnly:
+		reason = ports.UnavailableReadOnly
+	case gateIsolation:
+		reason = ports.UnavailableUnsupportedIsolation
+	case gateInactiveEngine:
+		reason = ports.UnavailableInactiveEngine
+	case gateLocked:
+		reason = ports.UnavailableLockContention
+	}
+	return &ports.ClaimPolicyUnavailableError{Reason: reason}
+}
+
+// claimError maps admission failures: a read-only transaction or a lock
+// that could not be taken means the policy is unavailable right now.
+func claimError(err error) error {
+	if pgErr, ok := pgError(err); ok {
+		switch pgErr.Code {
+		case codeReadOnlyTransaction:
+			return &ports.ClaimPolicyUnavailableError{Reason: ports.UnavailableReadOnly}
+		case codeLockNotAvailable:
+			return &ports.ClaimPolicyUnavailableError{Reason: ports.UnavailableLockContention}
+		}
+	}
+	return dbError("claim", err)
+}
+
+// RefreshClaim stamps a current claim as alive (see ports.RunStore and
+// sqlRefreshClaim).
+func (s *Store) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) (err error) {
+	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "refresh"})
+	defer func() {
+		switch {
+		case errors.Is(err, ports.ErrClaimLost):
+			end("claim_lost")
+		default:
+			end(resultOf(err))
+		}
+	}()
+	if now.IsZero() {
+		return invalidArg("now", "is required")
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return claimLost(runID)
+	}
+	tag, err := s.pool.Exec(ctx, s.stmt.refreshClaim, runID, tok, s.storeNow())
+	if err != nil {
+		return dbError("refresh claim", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return claimLost(runID)
+	}
+	return nil
+}
+
+func claimLost(runID string) error {
+	return fmt.Errorf("%w: run %q", ports.ErrClaimLost, runID)
+}
+
+// ReleaseClaim idempotently hands back a current claim with a wake at now
+// (see ports.RunStore and sqlReleaseClaim). It announces nothing.
+func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) (err error) {
+	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "release"})
+	defer func() { end(resultOf(err)) }()
+	if now.IsZero() {
+		return invalidArg("now", "is required")
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now)); err != nil {
+		return dbError("release claim", err)
+	}
+	return nil
+}
+
+// AbandonClaim hands back a claim before execution (see ports.RunStore and
+// sqlAbandonClaim).
+func (s *Store) AbandonClaim(ctx context.Context, runID string, token ports.ClaimToken, p claim.AbandonParams) (res ports.AbandonResult, err error) {
+	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "abandon"})
+	defer func() {
+		if err != nil {
+			end(resultOf(err))
+			return
+		}
+		end(string(res))
+	}()
+	if err := p.Validate(); err != nil {
+		return "", fmt.Errorf("%w: %w", ports.ErrInvalidArgument, err)
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return ports.AbandonStale, nil
+	}
+	var base, capNanos *int64
+	if p.NonPoisoning && p.Backoff != nil {
+		b, c := int64(p.Backoff.Base), int64(p.Backoff.Cap)
+		base, capNanos = &b, &c
+	}
+	var poisoned bool
+	err = s.pool.QueryRow(ctx, s.stmt.abandonClaim, runID, tok, p.ExpectedSeq, ports.Micros(p.Now),
+		ports.Micros(p.RetryAt), p.MaxClaimAbandons, p.NonPoisoning, base, capNanos).Scan(&poisoned)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ports.AbandonStale, nil
+	case err != nil:
+		return "", dbError("abandon claim", err)
+	case poisoned:
+		return ports.AbandonPoisoned, nil
+	default:
+		return ports.AbandonRescheduled, nil
+	}
+}
+
+// RetryPoisonedRun clears poison with a wake at now and announces it, in
+// one transaction under the run's row lock (see ports.RunStore).
+func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID string, now time.Time) (_ *run.Run, err error) {
+	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "poison_recovery"})
+	defer func() {
+		if errors.Is(err, ports.ErrInactiveRun) {
+			end("inactive")
+			return
+		}
+		end(resultOf(err))
+	}()
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if now.IsZero() {
+		return nil, invalidArg("now", "is required")
+	}
+	var result *run.Run
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.readRun(ctx, tx, s.stmt.lockRun, scope, runID)
+		if err != nil {
+			return keep(err)
+		}
+		doc, err := row.decode()
+		if err != nil {
+			return keep(err)
+		}
+		if doc.Status.Terminal() {
+			return keep(fmt.Errorf("%w: run %q is %s", ports.ErrInactiveRun, runID, doc.Status))
+		}
+		result = doc
+		if row.poisonedAt == nil {
+			return nil // healthy: unchanged, no announcement
+		}
+		var recovered, announced int64
+		if err := tx.QueryRow(ctx, s.stmt.recoverPoisoned, row.id, ports.Micros(now), s.schema).
+			Scan(&recovered, &announced); err != nil {
+			return err
+		}
+		if recovered != 1 {
+			return keep(fmt.Errorf("docket postgres: poison recovery of run %q changed %d rows", runID, recovered))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unkept("retry poisoned run", err)
+	}
+	return result, nil
+}

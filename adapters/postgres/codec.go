@@ -1,0 +1,269 @@
+package postgres
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
+	"github.com/docketgo/docket/ports"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// eventArrays are a moment's events as parallel typed arrays, the shape
+// the statements unnest (one array parameter per column, whatever the
+// number of events).
+type eventArrays struct {
+	seqs       []int64
+	types      []string
+	steps      []int32
+	nodeIDs    []*string
+	channelIDs []*string
+	taskIDs    []*string
+	payloads   [][]byte
+	metadata   [][]byte
+	occurred   []time.Time
+}
+
+// args returns the arrays in statement order.
+func (a eventArrays) args() []any {
+	return []any{a.seqs, a.types, a.steps, a.nodeIDs, a.channelIDs, a.taskIDs, a.payloads, a.metadata, a.occurred}
+}
+
+// encodeEvents turns normalized events (sorted, de-duplicated, µs UTC) into
+// arrays. Payload and metadata are value.Canonical bytes of the map (nil
+// and empty alike as {}), so byte equality in SQL is content equality.
+func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
+	n := len(events)
+	a := eventArrays{
+		seqs: make([]int64, 0, n), types: make([]string, 0, n), steps: make([]int32, 0, n),
+		nodeIDs: make([]*string, 0, n), channelIDs: make([]*string, 0, n), taskIDs: make([]*string, 0, n),
+		payloads: make([][]byte, 0, n), metadata: make([][]byte, 0, n), occurred: make([]time.Time, 0, n),
+	}
+	for _, e := range events {
+		if e.Step > math.MaxInt32 {
+			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d step %d is out of range", e.Seq, e.Step)}
+		}
+		payload, err := canonicalMap(e.Payload)
+		if err != nil {
+			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
+		}
+		metadata, err := canonicalMap(e.Metadata)
+		if err != nil {
+			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d metadata: %v", e.Seq, err)}
+		}
+		a.seqs = append(a.seqs, e.Seq)
+		a.types = append(a.types, string(e.Type))
+		a.steps = append(a.steps, int32(e.Step))
+		a.nodeIDs = append(a.nodeIDs, optText(e.NodeID))
+		a.channelIDs = append(a.channelIDs, optText(e.ChannelID))
+		a.taskIDs = append(a.taskIDs, optText(e.TaskID))
+		a.payloads = append(a.payloads, payload)
+		a.metadata = append(a.metadata, metadata)
+		a.occurred = append(a.occurred, ports.Micros(e.Timestamp))
+	}
+	return a, nil
+}
+
+func canonicalMap(m map[string]any) ([]byte, error) {
+	if m == nil {
+		m = map[string]any{}
+	}
+	return value.Canonical(m)
+}
+
+// optText maps "" (absent) to NULL.
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func textOf(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// eventRow is one docket_events row as the reads scan it (nullable, so a
+// LEFT JOIN miss scans too).
+type eventRow struct {
+	seq        *int64
+	typ        *string
+	step       *int32
+	nodeID     *string
+	channelID  *string
+	taskID     *string
+	payload    []byte
+	metadata   []byte
+	occurredAt *time.Time
+}
+
+func (e *eventRow) dest() []any {
+	return []any{&e.seq, &e.typ, &e.step, &e.nodeID, &e.channelID, &e.taskID, &e.payload, &e.metadata, &e.occurredAt}
+}
+
+var knownEventTypes = []run.EventType{
+	run.EventRunInitialized, run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled,
+	run.EventCheckpointCommitted, run.EventNodeCompleted, run.EventNodeFailed,
+	run.EventChannelUpdated, run.EventEdgeTriggered, run.EventInterruptRequested,
+	run.EventInterruptResolved,
+}
+
+// decode returns the event, or a *ports.CorruptError: a stored event is
+// never skipped or reported as absent because it cannot be read.
+func (e *eventRow) decode(runID string) (run.Event, error) {
+	var seq int64
+	if e.seq != nil {
+		seq = *e.seq
+	}
+	corrupt := func(format string, args ...any) (run.Event, error) {
+		return run.Event{}, &ports.CorruptError{Kind: ports.CorruptEvent, ID: runID, Seq: seq, Err: fmt.Errorf(format, args...)}
+	}
+	if e.seq == nil || e.typ == nil || e.step == nil || e.occurredAt == nil {
+		return corrupt("missing columns")
+	}
+	typ := run.EventType(*e.typ)
+	if !slices.Contains(knownEventTypes, typ) {
+		return corrupt("unknown event type %q", *e.typ)
+	}
+	if *e.step < 0 {
+		return corrupt("negative step %d", *e.step)
+	}
+	payload, err := decodeMap(e.payload)
+	if err != nil {
+		return corrupt("payload: %v", err)
+	}
+	metadata, err := decodeMap(e.metadata)
+	if err != nil {
+		return corrupt("metadata: %v", err)
+	}
+	return run.Event{
+		RunID:     runID,
+		Seq:       seq,
+		Type:      typ,
+		Step:      int(*e.step),
+		NodeID:    textOf(e.nodeID),
+		ChannelID: textOf(e.channelID),
+		TaskID:    textOf(e.taskID),
+		Timestamp: ports.Micros(*e.occurredAt),
+		Payload:   payload,
+		Metadata:  metadata,
+	}, nil
+}
+
+func decodeMap(b []byte) (map[string]any, error) {
+	v, err := value.DecodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not an object")
+	}
+	return m, nil
+}
+
+// tokenArg parses a claim token for binding. A missing or malformed token
+// can match no stored token, so callers treat !ok as "matches nothing"
+// and never send it (PostgreSQL would reject it with 22P02).
+func tokenArg(t ports.ClaimToken) (pgtype.UUID, bool) {
+	if t.IsZero() {
+		return pgtype.UUID{}, false
+	}
+	u, err := uuid.Parse(t.Reveal())
+	if err != nil {
+		return pgtype.UUID{}, false
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}, true
+}
+
+// optTime maps the zero time to NULL and normalizes the rest to µs UTC.
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	m := ports.Micros(t)
+	return &m
+}
+
+// timeOf normalizes a scanned nullable timestamp (NULL is the zero time).
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return ports.Micros(*t)
+}
+
+// ceilMicros rounds t up to the microsecond. A strict "before t" test on
+// µs-precision columns is exactly "before ceilMicros(t)".
+func ceilMicros(t time.Time) time.Time {
+	m := ports.Micros(t)
+	if m.Before(t.UTC()) {
+		return m.Add(time.Microsecond)
+	}
+	return m
+}
+
+// runRow is one docket_runs row as FetchRun, InspectRun and the locking
+// reads scan it (runColumns).
+type runRow struct {
+	id             int64
+	runID          string
+	tenantID       *string
+	state          []byte
+	checkpointSeq  int64
+	checkpointType *string
+	wakeAt         *time.Time
+	claimedAt      *time.Time
+	attempts       int32
+	abandons       int32
+	poisonedAt     *time.Time
+	poisonReason   *string
+}
+
+func (r *runRow) dest() []any {
+	return []any{&r.id, &r.runID, &r.tenantID, &r.state, &r.checkpointSeq, &r.checkpointType,
+		&r.wakeAt, &r.claimedAt, &r.attempts, &r.abandons, &r.poisonedAt, &r.poisonReason}
+}
+
+// decode returns the committed document, or a *ports.CorruptError when
+// the bytes do not decode or disagree with the row's own columns.
+func (r *runRow) decode() (*run.Run, error) {
+	doc, err := run.Decode(r.state)
+	if err != nil {
+		return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: r.runID, Err: err}
+	}
+	if doc.ID != r.runID || doc.CheckpointSeq != r.checkpointSeq {
+		return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: r.runID,
+			Err: fmt.Errorf("state holds run %q at checkpoint_seq %d, the row says %d", doc.ID, doc.CheckpointSeq, r.checkpointSeq)}
+	}
+	return doc, nil
+}
+
+// info is the token-free RunInfo of the row.
+func (r *runRow) info() (*ports.RunInfo, error) {
+	doc, err := r.decode()
+	if err != nil {
+		return nil, err
+	}
+	if (r.poisonedAt == nil) != (r.poisonReason == nil) {
+		return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: r.runID, Err: fmt.Errorf("poison facts are half set")}
+	}
+	return &ports.RunInfo{
+		Run:                  doc,
+		Owner:                ownerOf(r.tenantID),
+		LatestCheckpointType: run.CheckpointType(textOf(r.checkpointType)),
+		WakeAt:               timeOf(r.wakeAt),
+		ClaimedAt:            timeOf(r.claimedAt),
+		ClaimAttempts:        int(r.attempts),
+		ClaimAbandons:        int(r.abandons),
+		PoisonedAt:           timeOf(r.poisonedAt),
+		PoisonReason:         textOf(r.poisonReason),
+	}, nil
+}

@@ -1,0 +1,4 @@
+package postgres
+
+// ScrubForTest exposes the adapter's error boundary to the tests.
+var ScrubForTest = dbError

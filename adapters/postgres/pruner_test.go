@@ -1,0 +1,103 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/conformance"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/ports"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+
+	// A run that finished at t0 (events inserted at t0) and one still running.
+	finished := env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
+	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: t0})
+	})
+	require.NoError(t, err)
+	running := env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
+
+	// Twelve unreferenced versions of another graph, one a minute apart.
+	for i := range 12 {
+		clock.Set(t0.Add(time.Duration(i) * time.Minute))
+		g, err := graph.New("pruned-graph").Description(fmt.Sprintf("version %d", i)).
+			Input("topic", schema.String()).Node("n", "fixture.n").
+			Edge("in", graph.Start, "n").Edge("out", "n", graph.Finish).Build()
+		require.NoError(t, err)
+		hash, err := graph.Hash(g)
+		require.NoError(t, err)
+		_, err = env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g, Hash: hash})
+		require.NoError(t, err)
+	}
+
+	cfg := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: time.Hour, BatchSize: 100, KeepGraphVersions: 10}
+	now := t0.Add(2 * time.Hour)
+
+	// Another instance's pass holds the lock: this one skips, deleting nothing.
+	holder := env.db.Connect(t)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "docket:pruner:"+env.schema)
+	require.NoError(t, err)
+	res, err := env.store.PrunePass(ctx, cfg, now)
+	require.NoError(t, err)
+	assert.Equal(t, postgres.PruneResult{Locked: true}, res)
+	require.NoError(t, tx.Rollback(ctx))
+
+	res, err = env.store.PrunePass(ctx, cfg, now)
+	require.NoError(t, err)
+	assert.False(t, res.Locked)
+	assert.Equal(t, 1, res.RunsDeleted, "the old terminal run")
+	assert.Equal(t, 2, res.GraphsDeleted, "the two oldest unreferenced versions beyond ten")
+	assert.GreaterOrEqual(t, res.EventsDeleted, 1, "events inserted before the cutoff")
+
+	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
+	assert.ErrorIs(t, err, ports.ErrNotFound)
+	_, err = env.store.FetchRun(ctx, ports.System(), running.ID)
+	assert.NoError(t, err, "running runs are never pruned")
+	page, err := env.store.ListEvents(ctx, ports.System(), running.ID, ports.ListEventsParams{Limit: 10})
+	require.NoError(t, err)
+	assert.Empty(t, page.Events, "old events are gone")
+	assert.Positive(t, page.LatestSeq, "the run keeps its committed event counter")
+	versions, err := env.store.ListGraphVersions(ctx, ports.Tenantless(), "pruned-graph", ports.ListGraphVersionsParams{Limit: 100})
+	require.NoError(t, err)
+	assert.Len(t, versions.Versions, 10)
+	c := compiledFixture(t)
+	_, err = env.store.FetchGraph(ctx, ports.Tenantless(), ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash})
+	assert.NoError(t, err, "a version a run references is kept")
+
+	res, err = env.store.PrunePass(ctx, cfg, now)
+	require.NoError(t, err)
+	assert.Equal(t, postgres.PruneResult{}, res, "a second pass finds nothing")
+}
+
+func TestPruneConfigIsValidated(t *testing.T) {
+	t.Parallel()
+	valid := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: 2 * time.Hour, BatchSize: 10, KeepGraphVersions: 10}
+	require.NoError(t, valid.Validate())
+	for name, edit := range map[string]func(*postgres.PruneConfig){
+		"negative event retention":    func(c *postgres.PruneConfig) { c.EventRetention = -1 },
+		"event retention above run's": func(c *postgres.PruneConfig) { c.EventRetention = 3 * time.Hour },
+		"zero batch":                  func(c *postgres.PruneConfig) { c.BatchSize = 0 },
+		"zero kept graph versions":    func(c *postgres.PruneConfig) { c.KeepGraphVersions = 0 },
+		"negative run retention":      func(c *postgres.PruneConfig) { c.RunRetention, c.EventRetention = -1, -2 },
+	} {
+		c := valid
+		edit(&c)
+		assert.ErrorIs(t, c.Validate(), ports.ErrInvalidArgument, name)
+	}
+}

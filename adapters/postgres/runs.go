@@ -1,0 +1,288 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+)
+
+// InsertRun stores one initialized run with its first wake and events in
+// one transaction (see ports.RunStore): the owner's claim partition, then
+// the run, its events and, when the wake is due, its announcement.
+func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
+	if err := owner.ValidateOwner(); err != nil {
+		return nil, err
+	}
+	events, err := validateInsert(p)
+	if err != nil {
+		return nil, err
+	}
+	m := p.Moment
+	doc, err := encodeDocument(m.Run)
+	if err != nil {
+		return nil, err
+	}
+	arrays, err := encodeEvents(m.Run.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	r := m.Run
+	args := append([]any{
+		r.ID, tenantArg(owner), r.GraphID, r.GraphHash, string(r.Status), doc.step, doc.state,
+		r.CheckpointSeq, r.EventSeq, string(m.CheckpointType), ports.Micros(p.WakeAt),
+		ports.Micros(r.StartedAt), ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
+		s.storeNow(), s.schema,
+	}, arrays.args()...)
+
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.stmt.ensurePartition, owner.Key()); err != nil {
+			return err
+		}
+		var inserted, written, announced int64
+		if err := tx.QueryRow(ctx, s.stmt.insertRun, args...).Scan(&inserted, &written, &announced); err != nil {
+			return err
+		}
+		if inserted != 1 || written != int64(len(events)) {
+			return fmt.Errorf("insert wrote %d runs and %d of %d events", inserted, written, len(events))
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return r.Clone(), nil
+	case isViolation(err, codeUniqueViolation, constraintRunID):
+		return nil, fmt.Errorf("%w: %q", ports.ErrConflict, r.ID)
+	case isViolation(err, codeForeignKeyViolation, constraintGraphFK):
+		return nil, &notFoundError{what: "graph version", id: r.GraphID + "@" + r.GraphHash}
+	default:
+		return nil, dbError("insert run", err)
+	}
+}
+
+// validateInsert checks the insert shape before any SQL (spec §5.1): the
+// run_initialized moment of a running run with a first wake.
+func validateInsert(p ports.InsertRunParams) ([]run.Event, error) {
+	m := p.Moment
+	if err := ports.ValidateMoment(m); err != nil {
+		return nil, err
+	}
+	fail := func(reason string) error { return &ports.InvalidCommitError{RunID: m.Run.ID, Reason: reason} }
+	switch {
+	case m.CheckpointType != run.CheckpointRunInitialized:
+		return nil, fail(fmt.Sprintf("insert needs checkpoint type run_initialized, not %s", m.CheckpointType))
+	case m.Run.Status != run.StatusRunning:
+		return nil, fail(fmt.Sprintf("insert needs status running, not %s", m.Run.Status))
+	case p.WakeAt.IsZero():
+		return nil, fail("insert needs a first wake")
+	}
+	return ports.NormalizeEvents(m.Run.ID, m.Events)
+}
+
+// document is a run's stored form: the encoded state and its column copies.
+type document struct {
+	state []byte
+	step  int32
+}
+
+func encodeDocument(r *run.Run) (document, error) {
+	if r.Step > math.MaxInt32 {
+		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: fmt.Sprintf("step %d is out of range", r.Step)}
+	}
+	state, err := run.Encode(r)
+	if err != nil {
+		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: err.Error()}
+	}
+	return document{state: state, step: int32(r.Step)}, nil
+}
+
+// FetchRun returns the last committed run (see ports.RunStore).
+func (s *Store) FetchRun(ctx context.Context, scope ports.Scope, runID string) (*run.Run, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
+	if err != nil {
+		return nil, err
+	}
+	return row.decode()
+}
+
+// querier is what a read needs: the pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readRun scans one scoped run row with statement sql (fetchRun or
+// lockRun).
+func (s *Store) readRun(ctx context.Context, q querier, sql string, scope ports.Scope, runID string) (*runRow, error) {
+	system, key := scopeArgs(scope)
+	var row runRow
+	err := q.QueryRow(ctx, sql, runID, system, key).Scan(row.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, runNotFound(runID)
+	}
+	if err != nil {
+		return nil, dbError("read run", err)
+	}
+	return &row, nil
+}
+
+// inspectRow is the bun model of InspectRun: the document and the
+// token-free operational columns (claim_token is never selected).
+type inspectRow struct {
+	RunID                string     `bun:"run_id"`
+	TenantID             *string    `bun:"tenant_id"`
+	State                []byte     `bun:"state"`
+	CheckpointSeq        int64      `bun:"checkpoint_seq"`
+	LatestCheckpointType *string    `bun:"latest_checkpoint_type"`
+	WakeAt               *time.Time `bun:"wake_at"`
+	ClaimedAt            *time.Time `bun:"claimed_at"`
+	ClaimAttempts        int32      `bun:"claim_attempts"`
+	ClaimAbandons        int32      `bun:"claim_abandons"`
+	PoisonedAt           *time.Time `bun:"poisoned_at"`
+	PoisonReason         *string    `bun:"poison_reason"`
+}
+
+// InspectRun returns the committed run with its token-free operational
+// state (see ports.RunStore). A read model, so it goes through bun.
+func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	var row inspectRow
+	q := s.bun.NewSelect().
+		TableExpr(s.stmt.runsTable+" AS r").
+		ColumnExpr("r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type").
+		ColumnExpr("r.wake_at, r.claimed_at, r.claim_attempts, r.claim_abandons, r.poisoned_at, r.poison_reason").
+		Where("r.run_id = ?", runID)
+	q = whereScope(q, scope)
+	err := q.Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, runNotFound(runID)
+	}
+	if err != nil {
+		return nil, dbError("inspect run", err)
+	}
+	r := runRow{
+		runID: row.RunID, tenantID: row.TenantID, state: row.State, checkpointSeq: row.CheckpointSeq,
+		checkpointType: row.LatestCheckpointType, wakeAt: row.WakeAt, claimedAt: row.ClaimedAt,
+		attempts: row.ClaimAttempts, abandons: row.ClaimAbandons, poisonedAt: row.PoisonedAt,
+		poisonReason: row.PoisonReason,
+	}
+	return r.info()
+}
+
+// whereScope adds the scope predicate on alias r: none for system.
+func whereScope(q *bun.SelectQuery, scope ports.Scope) *bun.SelectQuery {
+	if scope.IsSystem() {
+		return q
+	}
+	return q.Where("r.scope_key = ?", scope.Key())
+}
+
+// summaryRow is the bun model of ListRuns: summary columns only, never
+// state or token.
+type summaryRow struct {
+	RunID         string     `bun:"run_id"`
+	TenantID      *string    `bun:"tenant_id"`
+	GraphID       string     `bun:"graph_id"`
+	GraphHash     string     `bun:"graph_hash"`
+	Status        string     `bun:"status"`
+	Step          int        `bun:"step"`
+	CheckpointSeq int64      `bun:"checkpoint_seq"`
+	StartedAt     time.Time  `bun:"started_at"`
+	UpdatedAt     time.Time  `bun:"updated_at"`
+	FinishedAt    *time.Time `bun:"finished_at"`
+}
+
+// ListRuns pages run summaries newest first by (started_at, run_id) (see
+// ports.RunStore). Every filter is SQL; the page reads one row beyond the
+// limit to learn whether more exist. Run ids compare in byte order
+// (COLLATE "C"), the order of the determinism contract, whatever the
+// database's collation.
+func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRunsParams) (*ports.RunPage, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateListRuns(p); err != nil {
+		return nil, err
+	}
+	q := s.bun.NewSelect().
+		TableExpr(s.stmt.runsTable + " AS r").
+		ColumnExpr("r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.status, r.step, r.checkpoint_seq").
+		ColumnExpr("r.started_at, r.updated_at, r.finished_at")
+	q = whereScope(q, scope)
+	if p.GraphID != "" {
+		q = q.Where("r.graph_id = ?", p.GraphID)
+	}
+	if p.GraphHash != "" {
+		q = q.Where("r.graph_hash = ?", p.GraphHash)
+	}
+	if len(p.Statuses) > 0 {
+		statuses := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			statuses[i] = string(st)
+		}
+		q = q.Where("r.status IN (?)", bun.List(statuses))
+	}
+	if p.Before != nil {
+		at := ports.Micros(p.Before.StartedAt)
+		q = q.Where(`(r.started_at < ? OR (r.started_at = ? AND r.run_id COLLATE "C" < ?))`, at, at, p.Before.RunID)
+	}
+	q = q.OrderExpr(`r.started_at DESC, r.run_id COLLATE "C" DESC`).Limit(int64(p.Limit + 1))
+
+	var rows []summaryRow
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, dbError("list runs", err)
+	}
+	page := &ports.RunPage{Runs: make([]ports.RunSummary, 0, min(len(rows), p.Limit))}
+	if p.Before != nil {
+		echo := *p.Before
+		page.NextBefore = &echo
+	}
+	if len(rows) > p.Limit {
+		rows, page.HasMore = rows[:p.Limit], true
+	}
+	for _, row := range rows {
+		page.Runs = append(page.Runs, ports.RunSummary{
+			RunID:         row.RunID,
+			Owner:         ownerOf(row.TenantID),
+			GraphID:       row.GraphID,
+			GraphHash:     row.GraphHash,
+			Status:        run.Status(row.Status),
+			Step:          row.Step,
+			CheckpointSeq: row.CheckpointSeq,
+			StartedAt:     ports.Micros(row.StartedAt),
+			UpdatedAt:     ports.Micros(row.UpdatedAt),
+			FinishedAt:    timeOf(row.FinishedAt),
+		})
+	}
+	if n := len(page.Runs); n > 0 {
+		last := page.Runs[n-1]
+		page.NextBefore = &ports.RunCursor{StartedAt: last.StartedAt, RunID: last.RunID}
+	}
+	return page, nil
+}
+
+func validateListRuns(p ports.ListRunsParams) error {
+	if p.Limit < 1 || p.Limit > ports.MaxPageLimit {
+		return invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
+	}
+	for _, st := range p.Statuses {
+		if !ports.KnownStatus(st) {
+			return invalidArg("Statuses", fmt.Sprintf("%q is not a durable status", st))
+		}
+	}
+	if p.Before != nil && (p.Before.StartedAt.IsZero() || p.Before.RunID == "") {
+		return invalidArg("Before", "needs StartedAt and RunID")
+	}
+	return nil
+}

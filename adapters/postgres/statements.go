@@ -1,0 +1,782 @@
+package postgres
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds every statement of the hot paths and of the writes, as
+// named constants with the invariant each one enforces. "{schema}" stands
+// for the configured schema, quoted with pgx.Identifier.Sanitize when the
+// Store is built; nothing else is ever formatted into SQL.
+//
+// Clocks (spec §2.5): a caller clock arrives as a parameter. The store clock
+// is PostgreSQL's (CURRENT_TIMESTAMP for claim/wake stamps, clock_timestamp()
+// for announcement checks and insertion times) unless Config.Clock overrides
+// it; the override arrives as a nullable parameter, so every store-clock
+// expression reads COALESCE($n, <database clock>).
+
+// wakeChannel is the notification channel of wake announcements. The
+// listener (adapters/notify) subscribes to the same name.
+const wakeChannel = "docket_wake"
+
+// Constraint names the adapter maps to port errors (migrations/sql).
+const (
+	constraintRunID       = "docket_runs_run_id_index"
+	constraintGraphFK     = "docket_runs_graph_scope_fkey"
+	constraintEventUnique = "docket_events_run_id_seq_index"
+)
+
+// statements are the SQL texts of one Store, rendered for its schema.
+type statements struct {
+	claimDue         string
+	commitClaimed    string
+	commitUnclaimed  string
+	ensurePartition  string
+	insertRun        string
+	fetchRun         string
+	lockRun          string
+	classifyMiss     string
+	storedEvents     string
+	refreshClaim     string
+	releaseClaim     string
+	abandonClaim     string
+	recoverPoisoned  string
+	listEvents       string
+	fetchEvent       string
+	fetchLatestEvent string
+	pruneEvents      string
+	pruneRuns        string
+	pruneGraphs      string
+	pruneLock        string
+	pruneNow         string
+	gateMode         string
+	normalizeGate    string
+	saveGraph        string
+	readGraph        string
+	fetchGraph       string
+	// Tables for the bun read models.
+	runsTable   string
+	graphsTable string
+}
+
+func renderStatements(schema string) statements {
+	quoted := pgx.Identifier{schema}.Sanitize()
+	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
+	return statements{
+		claimDue:         r(sqlClaimDueLegacy),
+		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed), commitClaimedFirstEventParam),
+		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed), commitUnclaimedFirstEventParam),
+		ensurePartition:  r(sqlEnsurePartition),
+		insertRun:        r(sqlInsertRun),
+		fetchRun:         r(sqlFetchRun),
+		lockRun:          r(sqlLockRun),
+		classifyMiss:     r(sqlClassifyMiss),
+		storedEvents:     r(sqlStoredEvents),
+		refreshClaim:     r(sqlRefreshClaim),
+		releaseClaim:     r(sqlReleaseClaim),
+		abandonClaim:     r(sqlAbandonClaim),
+		recoverPoisoned:  r(sqlRecoverPoisoned),
+		listEvents:       r(sqlListEvents),
+		fetchEvent:       r(sqlFetchEvent),
+		fetchLatestEvent: r(sqlFetchLatestEvent),
+		pruneEvents:      r(sqlPruneEvents),
+		pruneRuns:        r(sqlPruneRuns),
+		pruneGraphs:      r(sqlPruneGraphs),
+		pruneLock:        sqlPruneLock,
+		pruneNow:         sqlPruneNow,
+		gateMode:         r(sqlGateMode),
+		normalizeGate:    r(sqlNormalizeGate),
+		saveGraph:        r(sqlSaveGraph),
+		readGraph:        r(sqlReadGraph),
+		fetchGraph:       r(sqlFetchGraph),
+		runsTable:        quoted + ".docket_runs",
+		graphsTable:      quoted + ".docket_graph_versions",
+	}
+}
+
+// Where the eventCTEs parameters start in each commit statement.
+const (
+	commitClaimedFirstEventParam   = 17
+	commitUnclaimedFirstEventParam = 11
+)
+
+// bindEventCTEs numbers the named parameters of eventCTEs (and of the
+// commit statement that embeds it) from first on.
+func bindEventCTEs(sql string, first int) string {
+	names := []string{"@sched", "@at", "@now", "@payload",
+		"@ev0", "@ev1", "@ev2", "@ev3", "@ev4", "@ev5", "@ev6", "@ev7", "@ev8"}
+	pairs := make([]string, 0, 2*len(names))
+	for i, name := range names {
+		pairs = append(pairs, name, "$"+strconv.Itoa(first+i))
+	}
+	return strings.NewReplacer(pairs...).Replace(sql)
+}
+
+// sqlClaimDueLegacy is ClaimDue under the legacy FIFO policy
+// (claim.Legacy), as one autocommit statement.
+//
+// Invariants:
+//   - Admission happens only under the gate row's 'legacy' authority, read
+//     FOR SHARE SKIP LOCKED (admissions run in parallel; a mode switch that
+//     holds the row makes them fail fast) and only under READ COMMITTED in
+//     a writable transaction. Without authority no candidate is read and
+//     the statement returns one sentinel row whose gate_code says why:
+//     -4 read-only, -3 isolation, -2 another engine's mode, -1 gate row
+//     locked or absent.
+//   - Candidates are locked FOR UPDATE SKIP LOCKED: a row a concurrent
+//     writer holds is skipped, never waited on, and READ COMMITTED re-checks
+//     every locked row against its latest committed version, so concurrent
+//     claimers take disjoint rows.
+//   - ready: running, unpoisoned, unclaimed, wake_at <= now (inclusive);
+//     expired: running, unpoisoned, claimed_at < cutoff (strict), with the
+//     cutoff now - orphan TTL computed by the caller. Each class is cut at
+//     the limit in (eligible_at, id) order.
+//   - Merge (claim.Merge): with limit >= 2 each non-empty class's head
+//     first, at limit 1 the preferred class first (an empty one falls
+//     through), then (eligible_at, id); keep limit rows. Locked rows that
+//     are not kept are left untouched.
+//   - Per row, on its current attempts: below the maximum it is leased
+//     (new token, claimed_at = now, no wake, attempts + 1, admission marker
+//     kept); otherwise poisoned (max_claim_attempts_exceeded at now, no
+//     claim, no wake, admission cleared, attempts unchanged). The document,
+//     checkpoint_seq and updated_at are never written.
+//
+// $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
+const sqlClaimDueLegacy = `
+WITH probe AS MATERIALIZED (
+    SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
+           current_setting('transaction_read_only') = 'on' AS read_only
+),
+gate AS MATERIALIZED (
+    SELECT p.admission_mode
+    FROM {schema}.docket_claim_policy AS p
+    WHERE p.id = 1
+      AND (SELECT pr.read_committed AND NOT pr.read_only FROM probe AS pr)
+    FOR SHARE OF p SKIP LOCKED
+),
+authority AS MATERIALIZED (
+    SELECT true AS granted FROM gate WHERE gate.admission_mode = 'legacy'
+),
+ready AS MATERIALIZED (
+    SELECT r.id, r.wake_at AS eligible_at
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= $1::timestamptz
+    ORDER BY r.wake_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+expired AS MATERIALIZED (
+    SELECT r.id, r.claimed_at AS eligible_at
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NOT NULL
+      AND r.claimed_at < $3::timestamptz
+    ORDER BY r.claimed_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+ranked AS (
+    SELECT id, eligible_at, 'ready'::text AS class,
+           row_number() OVER (ORDER BY eligible_at, id) AS class_rank
+    FROM ready
+    UNION ALL
+    SELECT id, eligible_at, 'expired'::text AS class,
+           row_number() OVER (ORDER BY eligible_at, id) AS class_rank
+    FROM expired
+),
+picked AS MATERIALIZED (
+    SELECT id, class, admission_order
+    FROM (
+        SELECT id, class,
+               row_number() OVER (
+                   ORDER BY ($2::integer >= 2 AND class_rank = 1) DESC,
+                            ($2::integer = 1 AND class = $5::text) DESC,
+                            eligible_at, id
+               ) AS admission_order
+        FROM ranked
+    ) AS ordered
+    WHERE admission_order <= $2::integer
+),
+outcome AS (
+    UPDATE {schema}.docket_runs AS r
+    SET claim_token        = CASE WHEN r.claim_attempts < $4::integer THEN gen_random_uuid() END,
+        claimed_at         = CASE WHEN r.claim_attempts < $4::integer THEN $1::timestamptz END,
+        wake_at            = NULL,
+        claim_attempts     = CASE WHEN r.claim_attempts < $4::integer THEN r.claim_attempts + 1
+                                  ELSE r.claim_attempts END,
+        poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
+        poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
+                                  ELSE 'max_claim_attempts_exceeded' END,
+        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer THEN r.tenant_admitted_at END
+    FROM picked AS p
+    WHERE r.id = p.id
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
+              r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
+              r.poisoned_at, r.poison_reason, p.class, p.admission_order
+)
+SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
+       o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
+       o.admission_order,
+       (SELECT count(*) FROM ready) AS ready_count,
+       (SELECT count(*) FROM expired) AS expired_count,
+       0 AS gate_code
+FROM outcome AS o
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+       CASE WHEN (SELECT read_only FROM probe) THEN -4
+            WHEN NOT (SELECT read_committed FROM probe) THEN -3
+            WHEN EXISTS (SELECT 1 FROM gate) THEN -2
+            ELSE -1
+       END
+WHERE NOT EXISTS (SELECT 1 FROM authority)`
+
+// sqlGateMode reads the admission gate's mode without locking it.
+const sqlGateMode = `SELECT admission_mode FROM {schema}.docket_claim_policy WHERE id = 1`
+
+// sqlNormalizeGate makes this store's engine the gate's authority ("last
+// boot wins"). It runs only when sqlGateMode saw another mode (or no row),
+// so a store starting against an already-legacy gate takes no tuple lock
+// and never makes concurrent admissions fail fast. ($1 mode)
+const sqlNormalizeGate = `
+INSERT INTO {schema}.docket_claim_policy AS p (id, admission_mode, updated_at)
+VALUES (1, $1::text, CURRENT_TIMESTAMP)
+ON CONFLICT (id) DO UPDATE
+SET admission_mode = EXCLUDED.admission_mode, updated_at = EXCLUDED.updated_at
+WHERE p.admission_mode IS DISTINCT FROM EXCLUDED.admission_mode`
+
+// Gate codes of sqlClaimDueLegacy's sentinel row.
+const (
+	gateReadOnly       = -4
+	gateIsolation      = -3
+	gateInactiveEngine = -2
+	gateLocked         = -1
+)
+
+// eventCTEs appends a moment's events after the CTE "moved" (one row, the
+// run that was written; none when the fence missed) and announces the
+// wake. Shared by both commit statements; bindEventCTEs numbers its
+// parameters after the statement's own: @sched schedule kind, @at the
+// at-wake, @now the store clock override, @payload the announcement
+// payload, @ev0..@ev8 the event columns as parallel typed arrays.
+//
+// Invariants:
+//   - Events are inserted only through CROSS JOIN moved: a lost fence
+//     writes none.
+//   - Idempotency by (run_id, seq): a stored row with identical content
+//     (byte-equal canonical payload and metadata, same occurred_at, ...)
+//     counts as written through a no-op DO UPDATE that returns it; a row
+//     with different content is not returned, and the tripwire re-inserts
+//     exactly those keys, raising unique_violation (23505) on
+//     docket_events_run_id_seq_index, which rolls the whole statement back
+//     and is reported as an event conflict. Events arrive de-duplicated by
+//     seq (ON CONFLICT cannot touch one row twice).
+//   - The announcement runs inside the statement: PostgreSQL delivers it
+//     at commit and drops it on rollback. An immediate wake always
+//     announces, an at-wake iff due at the store clock's wall time; the
+//     wake CTE is a plain SELECT, so it is referenced by the final SELECT,
+//     or it would never run.
+const eventCTEs = `,
+incoming AS MATERIALIZED (
+    SELECT *
+    FROM unnest(@ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[], @ev5::text[],
+                @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
+         AS e(seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
+),
+written AS (
+    INSERT INTO {schema}.docket_events AS stored
+        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
+           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
+    FROM moved AS m CROSS JOIN incoming AS e
+    ON CONFLICT (run_id, seq) DO UPDATE SET seq = EXCLUDED.seq
+    WHERE stored.type = EXCLUDED.type
+      AND stored.step = EXCLUDED.step
+      AND stored.node_id IS NOT DISTINCT FROM EXCLUDED.node_id
+      AND stored.channel_id IS NOT DISTINCT FROM EXCLUDED.channel_id
+      AND stored.task_id IS NOT DISTINCT FROM EXCLUDED.task_id
+      AND stored.payload = EXCLUDED.payload
+      AND stored.metadata = EXCLUDED.metadata
+      AND stored.occurred_at = EXCLUDED.occurred_at
+    RETURNING stored.seq
+),
+tripwire AS (
+    INSERT INTO {schema}.docket_events
+        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
+           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
+    FROM moved AS m CROSS JOIN incoming AS e
+    WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.seq = e.seq)
+    RETURNING seq
+),
+wake AS (
+    SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
+    FROM moved
+    WHERE @sched::text = 'immediate'
+       OR (@sched::text = 'at' AND @at::timestamptz <= COALESCE(@now::timestamptz, clock_timestamp()))
+)
+SELECT (SELECT count(*) FROM moved) AS moved,
+       (SELECT count(*) FROM written) AS written,
+       (SELECT count(*) FROM tripwire) + (SELECT count(*) FROM wake) AS side_effects`
+
+// sqlCommitClaimed is the fused claimed commit: one statement, no explicit
+// transaction.
+//
+// Invariants:
+//   - The fence is run_id + scope + immutable binding (graph_id,
+//     graph_hash, started_at) + checkpoint_seq = expected + claim_token =
+//     token. It is repeated in the UPDATE's WHERE so that, when several
+//     commits race on one fence, READ COMMITTED re-checks the winner's new
+//     row version and turns every loser into a 0-row miss: exactly one
+//     winner. The claimed path needs no status check: a current token
+//     implies a healthy running row (CHECK constraints).
+//   - Success resets attempts and abandons and clears poison. retain keeps
+//     the token with claimed_at = store clock; immediate clears the claim
+//     with wake = store clock and keeps the admission marker (a cooperative
+//     yield stays in its cohort); at/external/terminal clear claim and
+//     marker with wake T/none/none.
+//   - updated_at is the proposed document's own.
+//
+// $1 run_id, $2 is_system, $3 scope_key, $4 graph_id, $5 graph_hash,
+// $6 started_at, $7 expected seq, $8 token, $9 status, $10 step, $11 state,
+// $12 checkpoint_seq, $13 event_seq, $14 checkpoint type, $15 updated_at,
+// $16 finished_at, then eventCTEs from $17.
+const sqlCommitClaimed = `
+WITH fence AS MATERIALIZED (
+    SELECT r.id
+    FROM {schema}.docket_runs AS r
+    WHERE r.run_id = $1::text
+      AND ($2::boolean OR r.scope_key = $3::text)
+      AND r.graph_id = $4::text AND r.graph_hash = $5::text AND r.started_at = $6::timestamptz
+      AND r.checkpoint_seq = $7::bigint AND r.claim_token = $8::uuid
+),
+moved AS (
+    UPDATE {schema}.docket_runs AS r
+    SET status                 = $9::text,
+        step                   = $10::integer,
+        state                  = $11::bytea,
+        checkpoint_seq         = $12::bigint,
+        event_seq              = $13::bigint,
+        latest_checkpoint_type = $14::text,
+        updated_at             = $15::timestamptz,
+        finished_at            = $16::timestamptz,
+        claim_attempts         = 0,
+        claim_abandons         = 0,
+        poisoned_at            = NULL,
+        poison_reason          = NULL,
+        claim_token            = CASE WHEN @sched::text = 'retain' THEN r.claim_token END,
+        claimed_at             = CASE WHEN @sched::text = 'retain'
+                                      THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP) END,
+        wake_at                = CASE @sched::text
+                                      WHEN 'immediate' THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP)
+                                      WHEN 'at' THEN @at::timestamptz END,
+        tenant_admitted_at     = CASE WHEN @sched::text IN ('retain', 'immediate') THEN r.tenant_admitted_at END
+    FROM fence AS f
+    WHERE r.id = f.id
+      AND r.run_id = $1::text
+      AND ($2::boolean OR r.scope_key = $3::text)
+      AND r.graph_id = $4::text AND r.graph_hash = $5::text AND r.started_at = $6::timestamptz
+      AND r.checkpoint_seq = $7::bigint AND r.claim_token = $8::uuid
+    RETURNING r.run_id
+)` + eventCTEs
+
+// sqlCommitUnclaimed is the serialized (signal) commit. It runs inside
+// MutateRun's transaction after the row was locked and the mutation
+// evaluated against it, so the fence is the locked row's id and sequence.
+//
+// Invariants: the commit revokes any claim and any admission marker
+// (even for an immediate wake), clears poison and resets both counters;
+// wake is store clock (immediate), T (at) or none.
+//
+// $1 row id, $2 expected seq, $3 status, $4 step, $5 state,
+// $6 checkpoint_seq, $7 event_seq, $8 checkpoint type, $9 updated_at,
+// $10 finished_at, then eventCTEs from $11.
+const sqlCommitUnclaimed = `
+WITH moved AS (
+    UPDATE {schema}.docket_runs AS r
+    SET status                 = $3::text,
+        step                   = $4::integer,
+        state                  = $5::bytea,
+        checkpoint_seq         = $6::bigint,
+        event_seq              = $7::bigint,
+        latest_checkpoint_type = $8::text,
+        updated_at             = $9::timestamptz,
+        finished_at            = $10::timestamptz,
+        claim_attempts         = 0,
+        claim_abandons         = 0,
+        poisoned_at            = NULL,
+        poison_reason          = NULL,
+        claim_token            = NULL,
+        claimed_at             = NULL,
+        tenant_admitted_at     = NULL,
+        wake_at                = CASE @sched::text
+                                      WHEN 'immediate' THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP)
+                                      WHEN 'at' THEN @at::timestamptz END
+    WHERE r.id = $1::bigint AND r.checkpoint_seq = $2::bigint
+    RETURNING r.run_id
+)` + eventCTEs
+
+// sqlEnsurePartition makes sure the owner's claim partition exists before
+// its run is inserted (the schedule trigger requires the membership row).
+// Reading first avoids queueing behind an admission that holds the
+// existing tuple; DO NOTHING arbitrates concurrent first inserts. Runs in
+// the insertion transaction, so a failed insert removes it again.
+//
+// $1 scope_key.
+const sqlEnsurePartition = `
+INSERT INTO {schema}.docket_claim_partitions (scope_key)
+SELECT $1::text
+WHERE NOT EXISTS (SELECT 1 FROM {schema}.docket_claim_partitions WHERE scope_key = $1::text)
+ON CONFLICT (scope_key) DO NOTHING`
+
+// sqlInsertRun inserts an initialized run, its events and its announcement
+// as one statement (inside the insertion transaction).
+//
+// Invariants: zero counters, no claim, no poison, no admission marker, the
+// given first wake; a run id that exists anywhere violates
+// docket_runs_run_id_index (conflict); a graph version absent from the
+// owner scope violates docket_runs_graph_scope_fkey (not found). The run
+// is new, so its events are plain inserts. A first wake at or before the
+// store clock's wall time announces.
+//
+// $1 run_id, $2 tenant_id, $3 graph_id, $4 graph_hash, $5 status, $6 step,
+// $7 state, $8 checkpoint_seq, $9 event_seq, $10 checkpoint type,
+// $11 wake_at, $12 started_at, $13 updated_at, $14 finished_at,
+// $15 store clock override, $16 payload, $17..$25 event arrays.
+const sqlInsertRun = `
+WITH inserted AS (
+    INSERT INTO {schema}.docket_runs
+        (run_id, tenant_id, graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq,
+         latest_checkpoint_type, wake_at, inserted_at, started_at, updated_at, finished_at)
+    VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::bytea, $8::bigint, $9::bigint,
+            $10::text, $11::timestamptz, COALESCE($15::timestamptz, CURRENT_TIMESTAMP),
+            $12::timestamptz, $13::timestamptz, $14::timestamptz)
+    RETURNING run_id
+),
+written AS (
+    INSERT INTO {schema}.docket_events
+        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+    SELECT i.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
+           e.occurred_at, COALESCE($15::timestamptz, clock_timestamp())
+    FROM inserted AS i
+    CROSS JOIN unnest($17::bigint[], $18::text[], $19::integer[], $20::text[], $21::text[], $22::text[],
+                      $23::bytea[], $24::bytea[], $25::timestamptz[])
+         AS e(seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
+    RETURNING seq
+),
+wake AS (
+    SELECT pg_notify('` + wakeChannel + `', $16::text) AS sent
+    FROM inserted
+    WHERE $11::timestamptz <= COALESCE($15::timestamptz, clock_timestamp())
+)
+SELECT (SELECT count(*) FROM inserted) AS inserted,
+       (SELECT count(*) FROM written) AS written,
+       (SELECT count(*) FROM wake) AS announced`
+
+// runColumns is what FetchRun, InspectRun and the locks read of a run.
+const runColumns = `r.id, r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type,
+       r.wake_at, r.claimed_at, r.claim_attempts, r.claim_abandons, r.poisoned_at, r.poison_reason`
+
+// sqlFetchRun reads one run in scope ($1 run_id, $2 is_system, $3 scope_key).
+const sqlFetchRun = `
+SELECT ` + runColumns + `
+FROM {schema}.docket_runs AS r
+WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)`
+
+// sqlLockRun reads and locks one run in scope for a serialized write
+// (mutation, poison recovery): concurrent admissions skip it (SKIP LOCKED),
+// other writers wait.
+const sqlLockRun = sqlFetchRun + `
+FOR UPDATE OF r`
+
+// sqlClassifyMiss explains a claimed commit that matched nothing: the
+// scoped row's binding and sequence say whether the proposal was invalid
+// or stale; no row means not found. ($1 run_id, $2 is_system, $3 scope_key)
+const sqlClassifyMiss = `
+SELECT r.graph_id, r.graph_hash, r.started_at, r.checkpoint_seq
+FROM {schema}.docket_runs AS r
+WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)`
+
+// eventColumns is what event reads select (alias e).
+const eventColumns = `e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata, e.occurred_at`
+
+// sqlStoredEvents reads the stored events at some seqs of a run (to name
+// the seq of an event conflict). ($1 run_id, $2 seqs)
+const sqlStoredEvents = `
+SELECT ` + eventColumns + `
+FROM {schema}.docket_events AS e
+WHERE e.run_id = $1::text AND e.seq = ANY($2::bigint[])
+ORDER BY e.seq`
+
+// sqlRefreshClaim stamps a current claim as alive.
+//
+// Invariants: matches only the exact current token (expiry deliberately
+// not checked: a token keeps authority past its TTL until a steal replaces
+// it); claimed_at = GREATEST(claimed_at, store clock), so a refresh delayed
+// behind a retained commit never moves it back and re-exposes the run. The
+// caller's now is not written.
+//
+// $1 run_id, $2 token, $3 store clock override.
+const sqlRefreshClaim = `
+UPDATE {schema}.docket_runs AS r
+SET claimed_at = GREATEST(r.claimed_at, COALESCE($3::timestamptz, CURRENT_TIMESTAMP))
+WHERE r.run_id = $1::text AND r.claim_token = $2::uuid`
+
+// sqlReleaseClaim hands a current claim back with a wake at the caller's
+// now. Invariants: only the exact current token matches (a stale release
+// changes nothing); checkpoint_seq, attempts (not refunded), abandons, the
+// admission marker and the document stay; nothing is announced.
+//
+// $1 run_id, $2 token, $3 now.
+const sqlReleaseClaim = `
+UPDATE {schema}.docket_runs AS r
+SET claim_token = NULL, claimed_at = NULL, wake_at = $3::timestamptz
+WHERE r.run_id = $1::text AND r.claim_token = $2::uuid`
+
+// sqlAbandonClaim is a pre-execution hand-back (claim.Abandon), one
+// statement over the row's old values.
+//
+// Invariants: matches only the current token at the expected sequence (so
+// it can apply only before the holder's first commit); clears the claim
+// and admission marker; refunds the attempt (never below zero). A
+// poisoning policy whose abandons reached the maximum poisons
+// (max_claim_abandons_exceeded at now, no wake, abandons unchanged);
+// otherwise abandons + 1 and wake = retry_at, or, for a non-poisoning
+// policy with backoff, now + min(base * 2^min(abandons, 30), cap) computed
+// here from the durable abandon count exactly as claim.Backoff.Delay does
+// (in nanoseconds, then truncated to the microsecond). The document never
+// changes; nothing is announced.
+//
+// $1 run_id, $2 token, $3 expected seq, $4 now, $5 retry_at,
+// $6 max abandons, $7 non-poisoning, $8 backoff base ns (NULL: none),
+// $9 backoff cap ns. RETURNING poisoned.
+const sqlAbandonClaim = `
+UPDATE {schema}.docket_runs AS r
+SET claim_token        = NULL,
+    claimed_at         = NULL,
+    tenant_admitted_at = NULL,
+    claim_attempts     = GREATEST(r.claim_attempts - 1, 0),
+    claim_abandons     = CASE WHEN NOT $7::boolean AND r.claim_abandons >= $6::integer
+                              THEN r.claim_abandons ELSE r.claim_abandons + 1 END,
+    wake_at            = CASE
+                             WHEN NOT $7::boolean AND r.claim_abandons >= $6::integer THEN NULL
+                             WHEN $7::boolean AND $8::bigint IS NOT NULL THEN
+                                 $4::timestamptz + ((
+                                     CASE WHEN $8::bigint > ($9::bigint >> LEAST(r.claim_abandons, 30))
+                                          THEN $9::bigint
+                                          ELSE $8::bigint << LEAST(r.claim_abandons, 30)
+                                     END) / 1000) * interval '1 microsecond'
+                             ELSE $5::timestamptz
+                         END,
+    poisoned_at        = CASE WHEN NOT $7::boolean AND r.claim_abandons >= $6::integer
+                              THEN $4::timestamptz END,
+    poison_reason      = CASE WHEN NOT $7::boolean AND r.claim_abandons >= $6::integer
+                              THEN 'max_claim_abandons_exceeded' END
+WHERE r.run_id = $1::text AND r.claim_token = $2::uuid AND r.checkpoint_seq = $3::bigint
+RETURNING r.poisoned_at IS NOT NULL AS poisoned`
+
+// sqlRecoverPoisoned clears poison from a locked, poisoned, non-terminal
+// run with a wake at the caller's now, resets both counters and announces
+// the wake (delivered at commit). The document never changes.
+//
+// $1 row id, $2 now, $3 payload.
+const sqlRecoverPoisoned = `
+WITH recovered AS (
+    UPDATE {schema}.docket_runs AS r
+    SET claim_token = NULL, claimed_at = NULL, tenant_admitted_at = NULL,
+        wake_at = $2::timestamptz, claim_attempts = 0, claim_abandons = 0,
+        poisoned_at = NULL, poison_reason = NULL
+    WHERE r.id = $1::bigint AND r.poisoned_at IS NOT NULL
+      AND r.status NOT IN ('done', 'failed', 'cancelled')
+    RETURNING r.id
+),
+wake AS (
+    SELECT pg_notify('` + wakeChannel + `', $3::text) AS sent FROM recovered
+)
+SELECT (SELECT count(*) FROM recovered) AS recovered, (SELECT count(*) FROM wake) AS announced`
+
+// sqlListEvents is one event page and its header from ONE snapshot (one
+// statement): the header row carries the run's committed event counter and
+// the retained bounds; the page rows follow in seq order. Ownership is the
+// scoped run row; no header row means not found.
+//
+// $1 run_id, $2 is_system, $3 scope_key, $4 after_seq, $5 limit.
+const sqlListEvents = `
+WITH owner AS MATERIALIZED (
+    SELECT r.run_id, r.event_seq
+    FROM {schema}.docket_runs AS r
+    WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)
+),
+bounds AS (
+    SELECT min(e.seq) AS oldest, max(e.seq) AS latest
+    FROM {schema}.docket_events AS e
+    WHERE e.run_id = (SELECT run_id FROM owner)
+),
+page AS (
+    SELECT ` + eventColumns + `
+    FROM {schema}.docket_events AS e
+    WHERE e.run_id = (SELECT run_id FROM owner) AND e.seq > $4::bigint
+    ORDER BY e.seq
+    LIMIT $5::integer
+)
+SELECT true AS header, o.event_seq, b.oldest, b.latest,
+       NULL::bigint, NULL::text, NULL::integer, NULL::text, NULL::text, NULL::text,
+       NULL::bytea, NULL::bytea, NULL::timestamptz
+FROM owner AS o CROSS JOIN bounds AS b
+UNION ALL
+SELECT false, NULL, NULL, NULL, p.seq, p.type, p.step, p.node_id, p.channel_id, p.task_id,
+       p.payload, p.metadata, p.occurred_at
+FROM page AS p
+ORDER BY 1 DESC, 5`
+
+// sqlFetchEvent reads one event of a scoped run: no row means the run is
+// not visible; a row with a NULL seq means the event is absent or pruned.
+// ($1 run_id, $2 is_system, $3 scope_key, $4 seq)
+const sqlFetchEvent = `
+SELECT ` + eventColumns + `
+FROM {schema}.docket_runs AS r
+LEFT JOIN {schema}.docket_events AS e ON e.run_id = r.run_id AND e.seq = $4::bigint
+WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)`
+
+// sqlFetchLatestEvent reads the highest retained event of a scoped run,
+// with the same row conventions as sqlFetchEvent.
+const sqlFetchLatestEvent = `
+SELECT ` + eventColumns + `
+FROM {schema}.docket_runs AS r
+LEFT JOIN LATERAL (
+    SELECT * FROM {schema}.docket_events AS x
+    WHERE x.run_id = r.run_id
+    ORDER BY x.seq DESC
+    LIMIT 1
+) AS e ON true
+WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)`
+
+// sqlPruneEvents deletes up to a batch of events inserted strictly before
+// the cutoff, oldest first, skipping rows another writer holds.
+// ($1 cutoff, $2 batch size)
+const sqlPruneEvents = `
+WITH victims AS (
+    SELECT e.id
+    FROM {schema}.docket_events AS e
+    WHERE e.inserted_at < $1::timestamptz
+    ORDER BY e.inserted_at, e.id
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.docket_events AS e
+    USING victims AS v
+    WHERE e.id = v.id
+    RETURNING e.id
+)
+SELECT count(*) FROM deleted`
+
+// sqlPruneRuns deletes up to a batch of terminal runs whose document was
+// last updated strictly before the cutoff, oldest first, skipping rows
+// another writer holds; their events cascade and are counted first.
+// Terminal rows are not in the unfinished accounting, so the schedule
+// counts do not change. ($1 cutoff, $2 batch size)
+const sqlPruneRuns = `
+WITH victims AS (
+    SELECT r.id, r.run_id
+    FROM {schema}.docket_runs AS r
+    WHERE r.status IN ('done', 'failed', 'cancelled') AND r.updated_at < $1::timestamptz
+    ORDER BY r.updated_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.docket_runs AS r
+    USING victims AS v
+    WHERE r.id = v.id
+    RETURNING (SELECT count(*) FROM {schema}.docket_events AS e WHERE e.run_id = v.run_id) AS events
+)
+SELECT count(*), COALESCE(sum(events), 0)::bigint FROM deleted`
+
+// sqlPruneGraphs deletes up to a batch of graph versions, oldest first,
+// that rank beyond the newest $1 of their (scope, graph id) by
+// (inserted_at DESC, graph_hash DESC) and that no run of the same scope
+// references. One owner's publications never evict another's; the
+// composite foreign key (RESTRICT) backs the reference check.
+// ($1 keep, $2 batch size)
+const sqlPruneGraphs = `
+WITH ranked AS (
+    SELECT g.id,
+           row_number() OVER (PARTITION BY g.scope_key, g.graph_id
+                              ORDER BY g.inserted_at DESC, g.graph_hash COLLATE "C" DESC) AS revision
+    FROM {schema}.docket_graph_versions AS g
+),
+victims AS (
+    SELECT g.id
+    FROM {schema}.docket_graph_versions AS g
+    JOIN ranked AS k ON k.id = g.id
+    WHERE k.revision > $1::integer
+      AND NOT EXISTS (SELECT 1 FROM {schema}.docket_runs AS r
+                      WHERE r.scope_key = g.scope_key AND r.graph_id = g.graph_id
+                        AND r.graph_hash = g.graph_hash)
+    ORDER BY g.inserted_at, g.id
+    LIMIT $2::integer
+    FOR UPDATE OF g SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.docket_graph_versions AS g
+    USING victims AS v
+    WHERE g.id = v.id
+      AND NOT EXISTS (SELECT 1 FROM {schema}.docket_runs AS r
+                      WHERE r.scope_key = g.scope_key AND r.graph_id = g.graph_id
+                        AND r.graph_hash = g.graph_hash)
+    RETURNING g.id
+)
+SELECT count(*) FROM deleted`
+
+// sqlPruneLock takes the pruner's per-schema transaction lock without
+// waiting: one pass per schema at a time across all instances.
+// ($1 lock key)
+const sqlPruneLock = `SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0))`
+
+// sqlPruneNow is the pass's "now": the transaction's timestamp unless the
+// caller passes one. ($1 explicit now or NULL)
+const sqlPruneNow = `SELECT COALESCE($1::timestamptz, transaction_timestamp())`
+
+// sqlSaveGraph stores a version idempotently and returns the stored bytes
+// and publication time; no row means the version was committed by a
+// concurrent writer after this statement's snapshot (read it again).
+//
+// Invariants: (scope_key, graph_id, graph_hash) is the content address; a
+// re-save never rewrites the row, so its publication time and order stay.
+//
+// $1 tenant_id, $2 scope_key, $3 graph_id, $4 graph_hash, $5 bytes,
+// $6 store clock override.
+const sqlSaveGraph = `
+WITH inserted AS (
+    INSERT INTO {schema}.docket_graph_versions (tenant_id, graph_id, graph_hash, graph, inserted_at)
+    VALUES ($1::text, $3::text, $4::text, $5::bytea, COALESCE($6::timestamptz, clock_timestamp()))
+    ON CONFLICT (scope_key, graph_id, graph_hash) DO NOTHING
+    RETURNING graph, inserted_at
+)
+SELECT graph, inserted_at FROM inserted
+UNION ALL
+SELECT g.graph, g.inserted_at
+FROM {schema}.docket_graph_versions AS g
+WHERE g.scope_key = $2::text AND g.graph_id = $3::text AND g.graph_hash = $4::text
+  AND NOT EXISTS (SELECT 1 FROM inserted)`
+
+// sqlReadGraph reads a stored version's bytes and publication time.
+// ($1 scope_key, $2 graph_id, $3 graph_hash)
+const sqlReadGraph = `
+SELECT g.graph, g.inserted_at
+FROM {schema}.docket_graph_versions AS g
+WHERE g.scope_key = $1::text AND g.graph_id = $2::text AND g.graph_hash = $3::text`
+
+// sqlFetchGraph is sqlReadGraph for FetchGraph (bytes only).
+const sqlFetchGraph = `
+SELECT g.graph
+FROM {schema}.docket_graph_versions AS g
+WHERE g.scope_key = $1::text AND g.graph_id = $2::text AND g.graph_hash = $3::text`

@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// ErrConfig is wrapped by every configuration error New returns.
+var ErrConfig = errors.New("invalid docket postgres configuration")
+
+// Config configures a Store. The zero value of every field but Pool means
+// the documented default.
+type Config struct {
+	// Pool is the connection pool of every statement (required). Its
+	// sessions must default to READ COMMITTED and read-write. The Store
+	// does not own it: closing the Store leaves it open. For PgBouncer in
+	// transaction pooling mode set its ConnConfig.DefaultQueryExecMode to
+	// pgx.QueryExecModeSimpleProtocol (and leave Notifier nil, or point a
+	// notify.Listener at a direct endpoint).
+	Pool *pgxpool.Pool
+	// Schema is the schema holding Docket's tables, matching
+	// ^[a-z_][a-z0-9_]*$ (at most 63 bytes). Empty: the schema in which the
+	// pool's search_path finds docket_runs, resolved once at New. It is the
+	// payload of the store's wake announcements.
+	Schema string
+	// Policy is the claim policy ClaimDue executes. Only claim.Legacy (the
+	// default) is implemented in SQL.
+	Policy claim.Policy
+	// Clock overrides the store clock (CURRENT_TIMESTAMP and
+	// clock_timestamp()) with a caller-controlled one: retained-claim and
+	// refresh stamps, immediate wakes, announcement checks, and the
+	// insertion times of runs, events and graph versions. Leave it nil in
+	// production: the database clock is the one every instance shares.
+	// Tests and single-process deterministic modes set it.
+	Clock ports.Clock
+	// Notifier is the wake listener Backend.Notifier returns (for example
+	// a notify.Listener on this schema). Nil means poll-only:
+	// Capabilities().Listen is false. The store announces wakes with
+	// pg_notify either way.
+	Notifier ports.Notifier
+	// Telemetry receives operation spans with bounded labels (default
+	// ports.NopTelemetry). Claim tokens, identities, payloads and state
+	// never reach it.
+	Telemetry ports.Telemetry
+}
+
+// Store is the PostgreSQL backend: ports.RunStore, ports.EventStore and
+// ports.GraphStore over one schema. It is safe for concurrent use. Every
+// hot operation is one statement on a pooled connection; only run
+// insertion, serialized mutations, poison recovery and prune passes open
+// a (short) transaction. No connection is held while caller code runs,
+// except a MutateRun mutation, which runs under the run's row lock.
+type Store struct {
+	pool      *pgxpool.Pool
+	bun       *bun.DB
+	sqlDB     *sql.DB
+	schema    string
+	stmt      statements
+	clock     ports.Clock
+	notifier  ports.Notifier
+	telemetry ports.Telemetry
+}
+
+var _ ports.Backend = (*Store)(nil)
+
+// New validates cfg, checks the database and returns a Store. It refuses
+// a schema that is not at exactly migrations.CurrentVersion (with the
+// migrations package's message saying what to run), a pool whose sessions
+// are not READ COMMITTED and read-write, and an unsupported claim policy.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Pool == nil {
+		return nil, fmt.Errorf("%w: Config.Pool is required", ErrConfig)
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = claim.Legacy
+	}
+	if cfg.Policy != claim.Legacy {
+		return nil, fmt.Errorf("%w: Config.Policy %q is not implemented by the PostgreSQL adapter (use claim.Legacy)",
+			ErrConfig, cfg.Policy.Name())
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = ports.NopTelemetry{}
+	}
+	schema, err := migrations.ResolveSchema(ctx, cfg.Pool, cfg.Schema)
+	if err != nil {
+		if errors.Is(err, migrations.ErrInvalidSchema) {
+			return nil, fmt.Errorf("%w: Config.Schema: %w", ErrConfig, err)
+		}
+		return nil, err
+	}
+	if err := checkSession(ctx, cfg.Pool); err != nil {
+		return nil, err
+	}
+	if err := migrations.Check(ctx, cfg.Pool, schema); err != nil {
+		return nil, err
+	}
+	stmt := renderStatements(schema)
+	if err := normalizeGate(ctx, cfg.Pool, stmt); err != nil {
+		return nil, err
+	}
+	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
+	return &Store{
+		pool:      cfg.Pool,
+		bun:       bun.NewDB(sqlDB, pgdialect.New()),
+		sqlDB:     sqlDB,
+		schema:    schema,
+		stmt:      stmt,
+		clock:     cfg.Clock,
+		notifier:  cfg.Notifier,
+		telemetry: cfg.Telemetry,
+	}, nil
+}
+
+// checkSession refuses sessions whose default transactions are not READ
+// COMMITTED and read-write: admission's SKIP LOCKED re-check semantics rely
+// on READ COMMITTED, and the gate refuses anything else at claim time too.
+func checkSession(ctx context.Context, pool *pgxpool.Pool) error {
+	var isolation, readOnly string
+	err := pool.QueryRow(ctx,
+		`SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')`).
+		Scan(&isolation, &readOnly)
+	if err != nil {
+		return fmt.Errorf("docket postgres: read the session's isolation: %w", err)
+	}
+	if isolation != "read committed" {
+		return fmt.Errorf("%w: the pool's sessions run %s transactions; Docket requires read committed "+
+			"(check default_transaction_isolation of the role, database and connection string)", ErrConfig, isolation)
+	}
+	if readOnly != "off" {
+		return fmt.Errorf("%w: the pool's sessions are read-only (default_transaction_read_only is on, "+
+			"or the server is a standby); Docket needs a writable primary", ErrConfig)
+	}
+	return nil
+}
+
+// legacyMode is the gate's admission_mode of the legacy policy.
+const legacyMode = "legacy"
+
+// normalizeGate makes the legacy engine the admission authority of the
+// schema at startup (spec §6.3, "last boot wins"): mixing engines on one
+// schema is unsupported, and the loser fails closed (inactive_engine)
+// instead of admitting under different rules.
+func normalizeGate(ctx context.Context, pool *pgxpool.Pool, stmt statements) error {
+	var mode string
+	err := pool.QueryRow(ctx, stmt.gateMode).Scan(&mode)
+	if err == nil && mode == legacyMode {
+		return nil
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return dbError("read the admission gate", err)
+	}
+	if _, err := pool.Exec(ctx, stmt.normalizeGate, legacyMode); err != nil {
+		return dbError("normalize the admission gate", err)
+	}
+	return nil
+}
+
+// Schema returns the schema the store works in (the announcement payload).
+func (s *Store) Schema() string { return s.schema }
+
+// Close releases the store's database/sql bridge. The pool stays open.
+func (s *Store) Close() error { return s.sqlDB.Close() }
+
+// Capabilities reports a listener when Config.Notifier was given. The
+// legacy policy is not tenant-fair.
+func (s *Store) Capabilities() ports.Capabilities {
+	return ports.Capabilities{Listen: s.notifier != nil}
+}
+
+// Notifier returns Config.Notifier (nil in poll-only mode).
+func (s *Store) Notifier() ports.Notifier { return s.notifier }
+
+// storeNow is the store clock override as a nullable parameter: nil lets
+// the SQL use the database clock.
+func (s *Store) storeNow() *time.Time {
+	if s.clock == nil {
+		return nil
+	}
+	t := ports.Micros(s.clock.Now())
+	return &t
+}
+
+// scopeArgs are the ($is_system, $scope_key) parameters of a scoped
+// statement; callers have validated the scope.
+func scopeArgs(scope ports.Scope) (bool, string) {
+	return scope.IsSystem(), scope.Key()
+}
+
+// tenantArg is the tenant_id column value of an owner scope.
+func tenantArg(owner ports.OwnerScope) *string {
+	if owner.IsTenantless() {
+		return nil
+	}
+	id := owner.TenantID()
+	return &id
+}
+
+// ownerOf is the owner scope of a row's tenant_id.
+func ownerOf(tenantID *string) ports.OwnerScope {
+	if tenantID == nil {
+		return ports.Tenantless()
+	}
+	return ports.OwnerOf(*tenantID)
+}
+
+// inTx runs fn in a READ COMMITTED transaction, committing when fn returns
+// nil and rolling back otherwise.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// observe opens a telemetry span for op; the returned function ends it
+// with a bounded result label.
+func (s *Store) observe(ctx context.Context, op string, labels ...ports.Label) func(result string) {
+	_, span := s.telemetry.StartSpan(ctx, op, labels...)
+	return func(result string) { span.End(result, nil) }
+}
+
+// resultOf labels a write's outcome: ok, stale_fence, other (an expected
+// port outcome such as not found or an invalid proposal) or error.
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return ports.ResultOK
+	case errors.Is(err, ports.ErrStaleFence):
+		return ports.ResultStaleFence
+	case errors.Is(err, ports.ErrNotFound), errors.Is(err, ports.ErrInvalidCommit),
+		errors.Is(err, ports.ErrEventConflict), errors.Is(err, ports.ErrInvalidArgument),
+		errors.Is(err, ports.ErrInvalidScope), errors.Is(err, ports.ErrConflict):
+		return ports.ResultOther
+	default:
+		return ports.ResultError
+	}
+}
