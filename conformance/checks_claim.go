@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -278,33 +279,25 @@ func checkDisjointClaims(h *harness) {
 		var mu sync.Mutex
 		var leases []ports.Lease
 		var errs []error
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for range h.features.Writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for {
-					req := readyOnly(t0)
-					req.Limit = 3
-					batch, err := f.b.ClaimDue(f.ctx, req)
-					mu.Lock()
-					if err != nil {
-						errs = append(errs, err)
-						mu.Unlock()
-						return
-					}
-					leases = append(leases, batch.Leases...)
+		drain := func() {
+			for {
+				req := readyOnly(t0)
+				req.Limit = 3
+				batch, err := f.b.ClaimDue(f.ctx, req)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
 					mu.Unlock()
-					if len(batch.Leases)+len(batch.Poisoned) == 0 {
-						return
-					}
+					return
 				}
-			}()
+				leases = append(leases, batch.Leases...)
+				mu.Unlock()
+				if len(batch.Leases)+len(batch.Poisoned) == 0 {
+					return
+				}
+			}
 		}
-		close(start)
-		wg.Wait()
+		together(slices.Repeat([]func(){drain}, h.features.Writers)...)
 		for _, err := range errs {
 			h.Errorf("round %d: ClaimDue: %v", round, err)
 		}

@@ -3,7 +3,6 @@ package conformance
 import (
 	"crypto/rand"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -28,6 +27,17 @@ func cloneMoment(m *run.Moment) *run.Moment {
 	c.Run = m.Run.Clone()
 	c.Events = append([]run.Event(nil), m.Events...)
 	return &c
+}
+
+// retargeted is a copy of m proposing the same transition for run runID
+// (the run and its events), for a run the store does not know.
+func retargeted(m *run.Moment, runID string) *run.Moment {
+	c := cloneMoment(m)
+	c.Run.ID = runID
+	for i := range c.Events {
+		c.Events[i].RunID = runID
+	}
+	return c
 }
 
 // eventsAbsent reports a failure when any of m's events is readable.
@@ -242,12 +252,7 @@ func checkSequenceSkip(h *harness) {
 
 	// An unknown run cannot be looked up; the port derives the fence from
 	// the proposal, so the only requirement is that nothing succeeds.
-	unknown := cloneMoment(skip)
-	unknown.Run.ID = h.id("unknown")
-	for i := range unknown.Events {
-		unknown.Events[i].RunID = unknown.Run.ID
-	}
-	_, err := h.commit(ports.Tenantless(), unknown, lease.Token)
+	_, err := h.commit(ports.Tenantless(), retargeted(skip, h.id("unknown")), lease.Token)
 	h.errIsAny(err, []error{ports.ErrInvalidCommit, ports.ErrNotFound}, "Commit two ahead for an unknown run")
 
 	behind := cloneMoment(m)
@@ -292,12 +297,7 @@ func checkCommitScope(h *harness) {
 		h.errIs(err, ports.ErrNotFound, "Commit of a %s run under %s", tenantA, scope)
 		h.unchanged(before, "run after an out-of-scope commit")
 	}
-	unknown := cloneMoment(m)
-	unknown.Run.ID = h.id("unknown")
-	for i := range unknown.Events {
-		unknown.Events[i].RunID = unknown.Run.ID
-	}
-	_, err := h.commit(ports.System(), unknown, lease.Token)
+	_, err := h.commit(ports.System(), retargeted(m, h.id("unknown")), lease.Token)
 	h.errIs(err, ports.ErrNotFound, "Commit of an unknown run")
 	// The owner and system both may commit.
 	h.mustCommit(tenantA, m, lease.Token)
@@ -323,36 +323,9 @@ func checkConcurrentCommits(h *harness) {
 		// Commit at a later store clock so no earlier round's run is due
 		// (or expired) when the next round claims at t0.
 		h.clock.Set(at(24 * time.Hour))
-		errs := make([]error, len(moments))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, m := range moments {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, errs[i] = h.commit(ports.Tenantless(), m, lease.Token)
-			}()
-		}
-		close(start)
-		wg.Wait()
-
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && winner < 0:
-				winner = i
-			case err == nil:
-				h.Errorf("round %d: writers %d and %d both committed at one fence", round, winner, i)
-			default:
-				h.errIs(err, ports.ErrStaleFence, "round %d: losing writer %d", round, i)
-			}
-		}
-		if winner < 0 {
-			h.Errorf("round %d: no writer committed", round)
-			continue
-		}
-		h.sameRun(h.fetch(ports.System(), r.ID), moments[winner].Run, "round %d: stored run is the winner's", round)
-		h.eventsStored(moments[winner], "round %d: stored events are the winner's", round)
+		h.oneWinner(round, "writer", "one fence", r.ID, moments, func(m *run.Moment) error {
+			_, err := h.commit(ports.Tenantless(), m, lease.Token)
+			return err
+		})
 	}
 }

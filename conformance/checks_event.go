@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -95,24 +96,12 @@ func (h *harness) checkPage(p *ports.EventPage, seqs []int64, next int64, more b
 	for _, e := range p.Events {
 		got = append(got, e.Seq)
 	}
-	h.expect(equalInts(got, seqs), "%s: seqs %v, want %v", what, got, seqs)
+	h.expect(slices.Equal(got, seqs), "%s: seqs %v, want %v", what, got, seqs)
 	eq(h, p.NextAfterSeq, next, "%s: next_after_seq", what)
 	eq(h, p.HasMore, more, "%s: has_more", what)
 	h.expect(equalPtr(p.OldestAvailableSeq, oldest), "%s: oldest_available_seq %s, want %s", what, ptrString(p.OldestAvailableSeq), ptrString(oldest))
 	h.expect(equalPtr(p.LatestAvailableSeq, latest), "%s: latest_available_seq %s, want %s", what, ptrString(p.LatestAvailableSeq), ptrString(latest))
 	eq(h, p.LatestSeq, latestSeq, "%s: latest_seq", what)
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalPtr(a, b *int64) bool {

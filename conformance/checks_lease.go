@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -257,27 +256,17 @@ func checkAbandonVersusSteal(h *harness) {
 	for i := range iterations {
 		r, old := h.insertClaimed()
 		var (
-			wg      sync.WaitGroup
 			res     ports.AbandonResult
 			abErr   error
 			batch   *ports.ClaimBatch
 			clErr   error
 			stealAt = at(2 * time.Second)
 		)
-		start := make(chan struct{})
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
+		together(func() {
 			res, abErr = h.b.AbandonClaim(h.ctx, r.ID, old.Token, abandonParams(1, stealAt))
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
+		}, func() {
 			batch, clErr = h.b.ClaimDue(h.ctx, request(stealAt))
-		}()
-		close(start)
-		wg.Wait()
+		})
 		what := fmt.Sprintf("race %d", i)
 		h.must(abErr, "%s: abandon", what)
 		h.must(clErr, "%s: steal", what)

@@ -3,7 +3,6 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -51,36 +50,10 @@ func checkConcurrentSignals(h *harness) {
 		for i := range moments {
 			moments[i] = immediateMoment(h, r, fmt.Sprintf("round-%d-signal-%d", round, i))
 		}
-		errs := make([]error, len(moments))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, m := range moments {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, errs[i] = h.mutate(ports.Tenantless(), r.ID, m)
-			}()
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && winner < 0:
-				winner = i
-			case err == nil:
-				h.Errorf("round %d: signals %d and %d both committed at one seq", round, winner, i)
-			default:
-				h.errIs(err, ports.ErrStaleFence, "round %d: losing signal %d", round, i)
-			}
-		}
-		if winner < 0 {
-			h.Errorf("round %d: no signal committed", round)
-			continue
-		}
-		h.sameRun(h.fetch(ports.System(), r.ID), moments[winner].Run, "round %d: stored run is the winner's", round)
-		h.eventsStored(moments[winner], "round %d: stored events are the winner's", round)
+		h.oneWinner(round, "signal", "one seq", r.ID, moments, func(m *run.Moment) error {
+			_, err := h.mutate(ports.Tenantless(), r.ID, m)
+			return err
+		})
 	}
 }
 

@@ -351,6 +351,57 @@ func (h *harness) poison(runID string, now time.Time) {
 	}
 }
 
+// ---- races ---------------------------------------------------------------
+
+// together runs every fn in its own goroutine, releasing them at one
+// instant to maximise overlap, and returns when all have finished.
+func together(fns ...func()) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn()
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// oneWinner races one write per moment, all fenced at the same point of
+// run runID, and checks the fence admits exactly one: every other write is
+// ErrStaleFence and the stored run and events are the winner's. noun names
+// a writer and fence the shared fence in failure messages.
+func (h *harness) oneWinner(round int, noun, fence, runID string, moments []*run.Moment, write func(*run.Moment) error) {
+	h.Helper()
+	errs := make([]error, len(moments))
+	writes := make([]func(), len(moments))
+	for i, m := range moments {
+		writes[i] = func() { errs[i] = write(m) }
+	}
+	together(writes...)
+
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			h.Errorf("round %d: %ss %d and %d both committed at %s", round, noun, winner, i, fence)
+		default:
+			h.errIs(err, ports.ErrStaleFence, "round %d: losing %s %d", round, noun, i)
+		}
+	}
+	if winner < 0 {
+		h.Errorf("round %d: no %s committed", round, noun)
+		return
+	}
+	h.sameRun(h.fetch(ports.System(), runID), moments[winner].Run, "round %d: stored run is the winner's", round)
+	h.eventsStored(moments[winner], "round %d: stored events are the winner's", round)
+}
+
 // ---- token redaction ------------------------------------------------------
 
 // renderings returns every way a value commonly reaches a log or an error.

@@ -7,8 +7,11 @@
 // implement Backend; adapters/otel implements Telemetry. An adapter is
 // trusted to hold the guarantees documented on each method; the conformance
 // module checks them black-box, and an adapter that passes it may be used
-// in place of any other. The package is interfaces and small pure helpers
-// only; it performs no I/O and imports only the domain module.
+// in place of any other. The package is interfaces and small helpers
+// only: the checks every adapter runs before touching storage (parameter
+// and proposal validation, the commit fence, the stored graph encoding)
+// and Broadcaster, the in-process Notifier. It performs no I/O and imports
+// only the domain module.
 //
 // Conventions every method follows:
 //   - Scope is explicit on every storage call (see Scope). Out-of-scope and

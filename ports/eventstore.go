@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -42,6 +43,18 @@ type ListEventsParams struct {
 	Limit    int
 }
 
+// Validate reports the first out-of-range field as an
+// *InvalidArgumentError.
+func (p ListEventsParams) Validate() error {
+	switch {
+	case p.AfterSeq < 0:
+		return &InvalidArgumentError{Field: "AfterSeq", Reason: "must not be negative"}
+	case p.Limit < 1 || p.Limit > MaxPageLimit:
+		return invalidLimit()
+	}
+	return nil
+}
+
 // EventPage is one page of ListEvents.
 type EventPage struct {
 	Events []run.Event
@@ -64,6 +77,23 @@ type EventPage struct {
 type PruneParams struct {
 	Before    time.Time // strict cutoff: rows exactly at it survive
 	BatchSize int       // >= 1
+}
+
+// Validate reports a missing cutoff or an empty batch as an
+// *InvalidArgumentError.
+func (p PruneParams) Validate() error {
+	switch {
+	case p.Before.IsZero():
+		return &InvalidArgumentError{Field: "Before", Reason: "is required"}
+	case p.BatchSize < 1:
+		return &InvalidArgumentError{Field: "BatchSize", Reason: "must be at least 1"}
+	}
+	return nil
+}
+
+// invalidLimit is the error of a page limit outside 1..MaxPageLimit.
+func invalidLimit() error {
+	return &InvalidArgumentError{Field: "Limit", Reason: fmt.Sprintf("must be in 1..%d", MaxPageLimit)}
 }
 
 // PruneRunsResult counts what PruneRuns deleted.

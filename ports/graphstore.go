@@ -2,9 +2,12 @@ package ports
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/value"
 )
 
 // GraphStore keeps immutable, content-addressed graph versions per owner
@@ -72,6 +75,18 @@ type ListGraphVersionsParams struct {
 	Before *GraphCursor
 }
 
+// Validate reports a limit out of range or an incomplete cursor as an
+// *InvalidArgumentError.
+func (p ListGraphVersionsParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxPageLimit {
+		return invalidLimit()
+	}
+	if p.Before != nil && (p.Before.PublishedAt.IsZero() || p.Before.Hash == "") {
+		return &InvalidArgumentError{Field: "Before", Reason: "needs PublishedAt and Hash"}
+	}
+	return nil
+}
+
 // GraphVersionPage is one page of versions; cursor semantics match RunPage.
 type GraphVersionPage struct {
 	Versions   []GraphVersion
@@ -83,4 +98,72 @@ type GraphVersionPage struct {
 type PruneGraphsParams struct {
 	Keep      int // >= 1, usually DefaultKeptGraphVersions
 	BatchSize int // >= 1
+}
+
+// Validate reports the first count below 1 as an *InvalidArgumentError.
+func (p PruneGraphsParams) Validate() error {
+	switch {
+	case p.Keep < 1:
+		return &InvalidArgumentError{Field: "Keep", Reason: "must be at least 1"}
+	case p.BatchSize < 1:
+		return &InvalidArgumentError{Field: "BatchSize", Reason: "must be at least 1"}
+	}
+	return nil
+}
+
+// EncodeGraph returns the bytes a GraphStore keeps for p: the canonical
+// JSON of the document's wire map, the exact bytes its hash covers. A
+// document that cannot be encoded is ErrInvalidGraph; a p.Hash that is not
+// the document's hash is ErrInvalidGraphHash.
+func EncodeGraph(p SaveGraphParams) ([]byte, error) {
+	if p.Graph == nil {
+		return nil, fmt.Errorf("%w: nil graph", ErrInvalidGraph)
+	}
+	if p.Graph.ID == "" {
+		return nil, fmt.Errorf("%w: empty graph id", ErrInvalidGraph)
+	}
+	wire, err := p.Graph.ToMap()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidGraph, err)
+	}
+	doc, err := value.Canonical(wire)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidGraph, err)
+	}
+	hash, err := graph.Hash(p.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidGraph, err)
+	}
+	if hash != p.Hash {
+		return nil, fmt.Errorf("%w: graph %q hashes to %s, not %s", ErrInvalidGraphHash, p.Graph.ID, hash, p.Hash)
+	}
+	return doc, nil
+}
+
+// DecodeGraph decodes bytes stored by EncodeGraph under ref and verifies
+// them against it: bytes that do not decode, name another id or do not
+// hash to ref.Hash are a *CorruptError (ErrCorruptGraph), never absent.
+func DecodeGraph(ref GraphRef, doc []byte) (*graph.Graph, error) {
+	corrupt := func(err error) error {
+		return &CorruptError{Kind: CorruptGraph, ID: ref.GraphID, Hash: ref.Hash, Err: err}
+	}
+	wire, err := value.DecodeJSON(doc)
+	if err != nil {
+		return nil, corrupt(err)
+	}
+	m, ok := wire.(map[string]any)
+	if !ok {
+		return nil, corrupt(errors.New("stored document is not an object"))
+	}
+	g, err := graph.FromMap(m)
+	if err != nil {
+		return nil, corrupt(err)
+	}
+	if g.ID != ref.GraphID {
+		return nil, corrupt(fmt.Errorf("stored document has id %q", g.ID))
+	}
+	if hash, err := graph.Hash(g); err != nil || hash != ref.Hash {
+		return nil, corrupt(errors.New("stored document does not hash to its key"))
+	}
+	return g, nil
 }

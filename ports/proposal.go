@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -31,6 +32,9 @@ func KnownStatus(s run.Status) bool {
 	}
 	return false
 }
+
+// KnownEventType reports whether t is one of the durable event types.
+func KnownEventType(t run.EventType) bool { return slices.Contains(knownEventTypes, t) }
 
 // ValidateMoment checks a proposal without storage access: a run with its
 // identity, a durable status, CheckpointSeq >= 1, a known checkpoint type,
@@ -79,7 +83,7 @@ func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event seq %d is below 1", e.Seq)}
 		case e.Timestamp.IsZero():
 			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has no timestamp", e.Seq)}
-		case !slices.Contains(knownEventTypes, e.Type):
+		case !KnownEventType(e.Type):
 			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has unknown type %q", e.Seq, e.Type)}
 		case e.Step < 0:
 			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
@@ -87,15 +91,7 @@ func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 		e.Timestamp = Micros(e.Timestamp)
 		out = append(out, e)
 	}
-	slices.SortStableFunc(out, func(a, b run.Event) int {
-		switch {
-		case a.Seq < b.Seq:
-			return -1
-		case a.Seq > b.Seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b run.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	deduped := out[:0]
 	for _, e := range out {
 		if n := len(deduped); n > 0 && deduped[n-1].Seq == e.Seq {
@@ -107,4 +103,47 @@ func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 		deduped = append(deduped, e)
 	}
 	return deduped, nil
+}
+
+// ValidateInsert checks the insert shape (spec §5.1) before any storage
+// access: a valid run_initialized moment of a running run with a first
+// wake. It returns the moment's events normalized (see NormalizeEvents);
+// failures are *InvalidCommitError or *EventConflictError.
+func ValidateInsert(p InsertRunParams) ([]run.Event, error) {
+	m := p.Moment
+	if err := ValidateMoment(m); err != nil {
+		return nil, err
+	}
+	fail := func(reason string) error { return &InvalidCommitError{RunID: m.Run.ID, Reason: reason} }
+	switch {
+	case m.CheckpointType != run.CheckpointRunInitialized:
+		return nil, fail(fmt.Sprintf("insert needs checkpoint type run_initialized, not %s", m.CheckpointType))
+	case m.Run.Status != run.StatusRunning:
+		return nil, fail(fmt.Sprintf("insert needs status running, not %s", m.Run.Status))
+	case p.WakeAt.IsZero():
+		return nil, fail("insert needs a first wake")
+	}
+	return NormalizeEvents(m.Run.ID, m.Events)
+}
+
+// CheckFence classifies a validated proposal against the stored document,
+// in the order RunStore.Commit documents: a changed immutable binding
+// (GraphID, GraphHash, StartedAt) or a sequence ahead of stored+1 is an
+// *InvalidCommitError; a sequence behind is ErrStaleFence. It does not
+// check the claim token.
+func CheckFence(stored *run.Run, m *run.Moment) error {
+	proposed := m.Run
+	if proposed.GraphID != stored.GraphID || proposed.GraphHash != stored.GraphHash ||
+		!Micros(proposed.StartedAt).Equal(Micros(stored.StartedAt)) {
+		return &InvalidCommitError{RunID: stored.ID, Reason: "the graph binding or started_at changed"}
+	}
+	switch expected := m.ExpectedSeq(); {
+	case expected > stored.CheckpointSeq:
+		return &InvalidCommitError{RunID: stored.ID, Reason: fmt.Sprintf(
+			"checkpoint_seq %d does not advance stored %d by exactly one", proposed.CheckpointSeq, stored.CheckpointSeq)}
+	case expected < stored.CheckpointSeq:
+		return fmt.Errorf("%w: run %q is at checkpoint_seq %d, the proposal expected %d",
+			ErrStaleFence, stored.ID, stored.CheckpointSeq, expected)
+	}
+	return nil
 }

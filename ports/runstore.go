@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -200,6 +201,23 @@ type ListRunsParams struct {
 	GraphID   string
 	GraphHash string
 	Statuses  []run.Status
+}
+
+// Validate reports the first malformed field as an *InvalidArgumentError:
+// a limit out of range, an unknown status or an incomplete cursor.
+func (p ListRunsParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxPageLimit {
+		return invalidLimit()
+	}
+	for _, st := range p.Statuses {
+		if !KnownStatus(st) {
+			return &InvalidArgumentError{Field: "Statuses", Reason: fmt.Sprintf("%q is not a durable status", st)}
+		}
+	}
+	if p.Before != nil && (p.Before.StartedAt.IsZero() || p.Before.RunID == "") {
+		return &InvalidArgumentError{Field: "Before", Reason: "needs StartedAt and RunID"}
+	}
+	return nil
 }
 
 // RunPage is one page of ListRuns. NextBefore is the key of the last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/run"
 )
 
@@ -73,3 +74,98 @@ func (NopTelemetry) Committed(context.Context, CommittedFact) {}
 type nopSpan struct{}
 
 func (nopSpan) End(string, Measurements) {}
+
+// Fact and operation names: the one spelling the runtime reports each fact
+// under and the telemetry adapters catalog it under (docs/telemetry.md
+// lists what each carries). Adapters also accept a "docket." or
+// "docket.postgres." prefix.
+const (
+	FactDispatcherPoll       = "dispatcher.poll"
+	FactDispatcherClaim      = "dispatcher.claim"
+	FactDispatcherState      = "dispatcher.state"
+	FactDispatcherLaunch     = "dispatcher.launch"
+	FactDispatcherShutdown   = "dispatcher.shutdown"
+	FactNotification         = "notification"
+	FactRunStoreClaim        = "run_store.claim"
+	FactRunStoreCommit       = "run_store.commit"
+	FactClaimPolicyAdmission = "claim_policy.admission"
+	FactClaimAttempt         = "claim.attempt"
+	FactClaimPoisoned        = "claim.poisoned"
+	FactAdmissionRelease     = "admission.release"
+	FactClaimOperation       = "claim.operation"
+	FactFenceLost            = "claim.fence_lost"
+	FactGraphCacheFetch      = "graph_cache.fetch"
+	FactGraphFetch           = "graph.fetch"
+	FactGraphCompile         = "graph.compile"
+	FactRunCodec             = "run_codec"
+	FactStore                = "store"
+	FactStoreOperation       = "store.operation"
+	FactLifecycleTransition  = "lifecycle.transition"
+	FactMoment               = "moment"
+	FactNodeAttempt          = "node.attempt"
+	FactVehicle              = "vehicle"
+	FactVehicleDrain         = "vehicle.drain"
+	FactVehicleDiscard       = "vehicle.discard"
+	FactVehicleCrash         = "vehicle.crash"
+	FactPrunerPass           = "pruner.pass"
+	FactObserver             = "checkpoint.observer"
+	FactObserverFailure      = "checkpoint.observer.failure"
+	// FactLifecycleCommitted names the durable-success fact that
+	// Telemetry.Committed reports; it is never passed to Emit.
+	FactLifecycleCommitted = "lifecycle.committed"
+)
+
+// Label keys. The bounded ones may become metric labels; the identity
+// ones (run, graph, task, node, attempt, step, sequence) are span-only and
+// an adapter must never turn them into metric labels. There is no key for
+// tenants, scopes or claim tokens: they are never reported.
+const (
+	LabelResult          = "result"
+	LabelSource          = "source"
+	LabelClaimPolicy     = "claim_policy"
+	LabelPreference      = "preference"
+	LabelFallback        = "fallback"
+	LabelImplementation  = "implementation"
+	LabelContentionPhase = "contention_phase"
+	LabelReason          = "reason"
+	LabelOperation       = "operation"
+	LabelStage           = "stage"
+	LabelOutcome         = "outcome"
+	LabelBudget          = "budget"
+	LabelPark            = "park"
+	LabelCheckpointType  = "checkpoint_type"
+	LabelDisposition     = "disposition"
+	LabelDurableSuccess  = "durable_success"
+	LabelClass           = "class"
+	LabelKind            = "kind"
+
+	// Span-only identities.
+	LabelRunID         = "run_id"
+	LabelGraphID       = "graph_id"
+	LabelGraphHash     = "graph_hash"
+	LabelTaskID        = "task_id"
+	LabelNode          = "node"
+	LabelLifecycleRef  = "lifecycle_ref"
+	LabelAttempt       = "attempt"
+	LabelStep          = "step"
+	LabelCheckpointSeq = "checkpoint_seq"
+	LabelClaimAttempt  = "claim_attempt"
+)
+
+// Bounded reasons of the claim.poisoned fact.
+const (
+	PoisonReasonMaxClaimAttempts = "max_claim_attempts"
+	PoisonReasonMaxClaimAbandons = "max_claim_abandons"
+)
+
+// PoisonReasonLabel maps a stored poison reason to its bounded label:
+// max_claim_attempts, max_claim_abandons, or other for anything else.
+func PoisonReasonLabel(reason string) string {
+	switch reason {
+	case claim.ReasonMaxClaimAttempts:
+		return PoisonReasonMaxClaimAttempts
+	case claim.ReasonMaxClaimAbandons:
+		return PoisonReasonMaxClaimAbandons
+	}
+	return ResultOther
+}

@@ -40,29 +40,7 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 		return nil, notFoundRun(m.Run.ID)
 	}
 	defer unlockRow(row)
-
-	s.mu.Lock()
-	if err := checkFence(row, m); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	if !row.claimedBy(p.ClaimToken) {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: run %q is claimed by another token or not claimed", ports.ErrStaleFence, m.Run.ID)
-	}
-	if err := checkStoredEvents(row, events); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	now := s.now()
-	s.apply(row, m, sched, events, now, true)
-	stored := row.doc.Clone()
-	s.mu.Unlock()
-
-	if sched.Announces(now) {
-		s.notifier.announce()
-	}
-	return stored, nil
+	return s.write(row, m, sched, events, &p.ClaimToken)
 }
 
 // MutateRun serializes one unclaimed commit (see ports.RunStore).
@@ -110,17 +88,20 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 		return nil, err
 	}
 
+	return s.write(row, m, sched, events, nil)
+}
+
+// write commits a validated moment to a row whose lock the caller holds
+// (see checkWrite) and announces the schedule's wake once the write is
+// visible. token is the claim of a claimed commit, nil for a mutation.
+func (s *Store) write(row *runRow, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (*run.Run, error) {
 	s.mu.Lock()
-	if err := checkFence(row, m); err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	if err := checkStoredEvents(row, events); err != nil {
+	if err := checkWrite(row, m, events, token); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
 	now := s.now()
-	s.apply(row, m, sched, events, now, false)
+	s.apply(row, m, sched, events, now, token != nil)
 	stored := row.doc.Clone()
 	s.mu.Unlock()
 
@@ -130,31 +111,16 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 	return stored, nil
 }
 
-// checkFence classifies a proposal against the stored row, in the order of
-// the ports: a changed immutable binding or a sequence ahead of stored+1
-// is invalid; a sequence behind is stale. Callers hold mu.
-func checkFence(row *runRow, m *run.Moment) error {
-	stored := row.doc
-	proposed := m.Run
-	if proposed.GraphID != stored.GraphID || proposed.GraphHash != stored.GraphHash ||
-		!proposed.StartedAt.Equal(stored.StartedAt) {
-		return &ports.InvalidCommitError{RunID: stored.ID, Reason: "the graph binding or started_at changed"}
+// checkWrite runs a commit's storage checks in the ports' order: the fence
+// (ports.CheckFence), the claim when token is given, then events already
+// stored at a proposed seq with different content. Callers hold mu.
+func checkWrite(row *runRow, m *run.Moment, events []run.Event, token *ports.ClaimToken) error {
+	if err := ports.CheckFence(row.doc, m); err != nil {
+		return err
 	}
-	expected := m.ExpectedSeq()
-	switch {
-	case expected > stored.CheckpointSeq:
-		return &ports.InvalidCommitError{RunID: stored.ID, Reason: fmt.Sprintf(
-			"checkpoint_seq %d does not advance stored %d by exactly one", proposed.CheckpointSeq, stored.CheckpointSeq)}
-	case expected < stored.CheckpointSeq:
-		return fmt.Errorf("%w: run %q is at checkpoint_seq %d, the proposal expected %d",
-			ports.ErrStaleFence, stored.ID, stored.CheckpointSeq, expected)
+	if token != nil && !row.claimedBy(*token) {
+		return fmt.Errorf("%w: run %q is claimed by another token or not claimed", ports.ErrStaleFence, m.Run.ID)
 	}
-	return nil
-}
-
-// checkStoredEvents rejects a proposal whose event at a stored seq has
-// different content. Callers hold mu.
-func checkStoredEvents(row *runRow, events []run.Event) error {
 	for _, e := range events {
 		if old, ok := row.events[e.Seq]; ok && !old.event.Equal(e) {
 			return &ports.EventConflictError{RunID: e.RunID, Seq: e.Seq}

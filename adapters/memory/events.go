@@ -15,22 +15,17 @@ func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string,
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case p.AfterSeq < 0:
-		return nil, invalidArg("AfterSeq", "must not be negative")
-	case p.Limit < 1 || p.Limit > ports.MaxPageLimit:
-		return nil, invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
-	}
-	if err := ctx.Err(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	// One read lock = one snapshot for the header and the page.
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	row := s.visibleRow(scope, runID)
-	if row == nil {
-		return nil, notFoundRun(runID)
-	}
+	// readRow's one read lock is one snapshot for the header and the page.
+	return readRow(ctx, s, scope, runID, func(row *runRow) (*ports.EventPage, error) {
+		return listEvents(row, p), nil
+	})
+}
+
+// listEvents builds one page of row's retained events. Callers hold mu.
+func listEvents(row *runRow, p ports.ListEventsParams) *ports.EventPage {
 	seqs := retainedSeqs(row)
 	page := &ports.EventPage{Events: []run.Event{}, NextAfterSeq: p.AfterSeq, LatestSeq: row.doc.EventSeq}
 	if len(seqs) > 0 {
@@ -46,7 +41,7 @@ func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string,
 		page.NextAfterSeq = seq
 	}
 	page.HasMore = page.LatestAvailableSeq != nil && *page.LatestAvailableSeq > page.NextAfterSeq
-	return page, nil
+	return page
 }
 
 func retainedSeqs(row *runRow) []int64 {
@@ -66,21 +61,14 @@ func (s *Store) FetchEvent(ctx context.Context, scope ports.Scope, runID string,
 	if seq < 1 {
 		return nil, invalidArg("seq", "must be positive")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	row := s.visibleRow(scope, runID)
-	if row == nil {
-		return nil, notFoundRun(runID)
-	}
-	ev, ok := row.events[seq]
-	if !ok {
-		return nil, &notFoundError{what: "event", id: fmt.Sprintf("%s#%d", runID, seq)}
-	}
-	e := cloneEvent(ev.event)
-	return &e, nil
+	return readRow(ctx, s, scope, runID, func(row *runRow) (*run.Event, error) {
+		ev, ok := row.events[seq]
+		if !ok {
+			return nil, &notFoundError{what: "event", id: fmt.Sprintf("%s#%d", runID, seq)}
+		}
+		e := cloneEvent(ev.event)
+		return &e, nil
+	})
 }
 
 // FetchLatestEvent returns the highest retained event, or nil when none is
@@ -89,32 +77,25 @@ func (s *Store) FetchLatestEvent(ctx context.Context, scope ports.Scope, runID s
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	row := s.visibleRow(scope, runID)
-	if row == nil {
-		return nil, notFoundRun(runID)
-	}
-	var latest *eventRow
-	for _, ev := range row.events {
-		if latest == nil || ev.event.Seq > latest.event.Seq {
-			latest = ev
+	return readRow(ctx, s, scope, runID, func(row *runRow) (*run.Event, error) {
+		var latest *eventRow
+		for _, ev := range row.events {
+			if latest == nil || ev.event.Seq > latest.event.Seq {
+				latest = ev
+			}
 		}
-	}
-	if latest == nil {
-		return nil, nil
-	}
-	e := cloneEvent(latest.event)
-	return &e, nil
+		if latest == nil {
+			return nil, nil
+		}
+		e := cloneEvent(latest.event)
+		return &e, nil
+	})
 }
 
 // PruneEvents deletes up to a batch of events inserted before the cutoff,
 // oldest first (see ports.EventStore).
 func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, error) {
-	if err := validatePrune(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -149,7 +130,7 @@ func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, erro
 // cutoff, with their events (see ports.EventStore). Rows held by a
 // concurrent writer are skipped.
 func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
-	if err := validatePrune(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return ports.PruneRunsResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -175,14 +156,4 @@ func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.Prune
 		delete(s.runs, row.doc.ID)
 	}
 	return res, nil
-}
-
-func validatePrune(p ports.PruneParams) error {
-	switch {
-	case p.Before.IsZero():
-		return invalidArg("Before", "is required")
-	case p.BatchSize < 1:
-		return invalidArg("BatchSize", "must be at least 1")
-	}
-	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
-	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -39,7 +38,7 @@ func (s *Store) SaveGraph(ctx context.Context, owner ports.OwnerScope, p ports.S
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	doc, err := encodeGraph(p)
+	doc, err := ports.EncodeGraph(p)
 	if err != nil {
 		return nil, err
 	}
@@ -61,31 +60,6 @@ func (s *Store) SaveGraph(ctx context.Context, owner ports.OwnerScope, p ports.S
 	return row.version(), nil
 }
 
-func encodeGraph(p ports.SaveGraphParams) ([]byte, error) {
-	if p.Graph == nil {
-		return nil, fmt.Errorf("%w: nil graph", ports.ErrInvalidGraph)
-	}
-	if p.Graph.ID == "" {
-		return nil, fmt.Errorf("%w: empty graph id", ports.ErrInvalidGraph)
-	}
-	wire, err := p.Graph.ToMap()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	doc, err := value.Canonical(wire)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	hash, err := graph.Hash(p.Graph)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	if hash != p.Hash {
-		return nil, fmt.Errorf("%w: graph %q hashes to %s, not %s", ports.ErrInvalidGraphHash, p.Graph.ID, hash, p.Hash)
-	}
-	return doc, nil
-}
-
 // FetchGraph returns a stored document, verified (see ports.GraphStore).
 func (s *Store) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref ports.GraphRef) (*graph.Graph, error) {
 	if err := owner.ValidateOwner(); err != nil {
@@ -100,32 +74,7 @@ func (s *Store) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref port
 	if row == nil {
 		return nil, &notFoundError{what: "graph version", id: ref.GraphID + "@" + ref.Hash}
 	}
-	return decodeGraph(row)
-}
-
-func decodeGraph(row *graphRow) (*graph.Graph, error) {
-	corrupt := func(err error) error {
-		return &ports.CorruptError{Kind: ports.CorruptGraph, ID: row.key.id, Hash: row.key.hash, Err: err}
-	}
-	wire, err := value.DecodeJSON(row.doc)
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	m, ok := wire.(map[string]any)
-	if !ok {
-		return nil, corrupt(fmt.Errorf("stored document is not an object"))
-	}
-	g, err := graph.FromMap(m)
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	if g.ID != row.key.id {
-		return nil, corrupt(fmt.Errorf("stored document has id %q", g.ID))
-	}
-	if hash, err := graph.Hash(g); err != nil || hash != row.key.hash {
-		return nil, corrupt(fmt.Errorf("stored document does not hash to its key"))
-	}
-	return g, nil
+	return ports.DecodeGraph(ref, row.doc) // the row is keyed by ref
 }
 
 // FetchLatestGraphRef returns the newest version of graphID (see
@@ -151,11 +100,8 @@ func (s *Store) ListGraphVersions(ctx context.Context, owner ports.OwnerScope, g
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	if p.Limit < 1 || p.Limit > ports.MaxPageLimit {
-		return nil, invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
-	}
-	if p.Before != nil && (p.Before.PublishedAt.IsZero() || p.Before.Hash == "") {
-		return nil, invalidArg("Before", "needs PublishedAt and Hash")
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -202,11 +148,8 @@ func newestFirst(a, b *graphRow) int {
 // PruneGraphVersions deletes unreferenced versions beyond the newest Keep
 // per (owner, graph id), oldest first (see ports.GraphStore).
 func (s *Store) PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error) {
-	switch {
-	case p.Keep < 1:
-		return 0, invalidArg("Keep", "must be at least 1")
-	case p.BatchSize < 1:
-		return 0, invalidArg("BatchSize", "must be at least 1")
+	if err := p.Validate(); err != nil {
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -2,11 +2,11 @@ package memory_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
@@ -16,34 +16,16 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// manualClock is a store clock the test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *manualClock
+	clock *conformance.ManualClock // a store clock the test moves by hand
 	store *memory.Store
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	clock := &manualClock{now: t0}
+	clock := conformance.NewManualClock(t0)
 	return &fixture{t: t, ctx: t.Context(), clock: clock, store: memory.New(memory.Options{Clock: clock})}
 }
 

@@ -16,7 +16,7 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	events, err := validateInsert(p)
+	events, err := ports.ValidateInsert(p)
 	if err != nil {
 		return nil, err
 	}
@@ -58,38 +58,14 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	return stored, nil
 }
 
-func validateInsert(p ports.InsertRunParams) ([]run.Event, error) {
-	m := p.Moment
-	if err := ports.ValidateMoment(m); err != nil {
-		return nil, err
-	}
-	fail := func(reason string) error { return &ports.InvalidCommitError{RunID: m.Run.ID, Reason: reason} }
-	switch {
-	case m.CheckpointType != run.CheckpointRunInitialized:
-		return nil, fail(fmt.Sprintf("insert needs checkpoint type run_initialized, not %s", m.CheckpointType))
-	case m.Run.Status != run.StatusRunning:
-		return nil, fail(fmt.Sprintf("insert needs status running, not %s", m.Run.Status))
-	case p.WakeAt.IsZero():
-		return nil, fail("insert needs a first wake")
-	}
-	return ports.NormalizeEvents(m.Run.ID, m.Events)
-}
-
 // FetchRun returns the last committed run (see ports.RunStore).
 func (s *Store) FetchRun(ctx context.Context, scope ports.Scope, runID string) (*run.Run, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	row := s.visibleRow(scope, runID)
-	if row == nil {
-		return nil, notFoundRun(runID)
-	}
-	return row.doc.Clone(), nil
+	return readRow(ctx, s, scope, runID, func(row *runRow) (*run.Run, error) {
+		return row.doc.Clone(), nil
+	})
 }
 
 // InspectRun returns the run with its token-free operational state.
@@ -97,26 +73,19 @@ func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string)
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	row := s.visibleRow(scope, runID)
-	if row == nil {
-		return nil, notFoundRun(runID)
-	}
-	return &ports.RunInfo{
-		Run:                  row.doc.Clone(),
-		Owner:                row.owner,
-		LatestCheckpointType: row.latestType,
-		WakeAt:               row.wakeAt,
-		ClaimedAt:            row.claimedAt,
-		ClaimAttempts:        row.attempts,
-		ClaimAbandons:        row.abandons,
-		PoisonedAt:           row.poisonedAt,
-		PoisonReason:         row.reason,
-	}, nil
+	return readRow(ctx, s, scope, runID, func(row *runRow) (*ports.RunInfo, error) {
+		return &ports.RunInfo{
+			Run:                  row.doc.Clone(),
+			Owner:                row.owner,
+			LatestCheckpointType: row.latestType,
+			WakeAt:               row.wakeAt,
+			ClaimedAt:            row.claimedAt,
+			ClaimAttempts:        row.attempts,
+			ClaimAbandons:        row.abandons,
+			PoisonedAt:           row.poisonedAt,
+			PoisonReason:         row.reason,
+		}, nil
+	})
 }
 
 // ListRuns pages run summaries newest first (see ports.RunStore).
@@ -124,7 +93,7 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := validateListRuns(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -168,21 +137,6 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		page.NextBefore = &ports.RunCursor{StartedAt: last.StartedAt, RunID: last.RunID}
 	}
 	return page, nil
-}
-
-func validateListRuns(p ports.ListRunsParams) error {
-	if p.Limit < 1 || p.Limit > ports.MaxPageLimit {
-		return invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
-	}
-	for _, st := range p.Statuses {
-		if !ports.KnownStatus(st) {
-			return invalidArg("Statuses", fmt.Sprintf("%q is not a durable status", st))
-		}
-	}
-	if p.Before != nil && (p.Before.StartedAt.IsZero() || p.Before.RunID == "") {
-		return invalidArg("Before", "needs StartedAt and RunID")
-	}
-	return nil
 }
 
 func summarize(row *runRow) ports.RunSummary {

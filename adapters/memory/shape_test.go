@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
@@ -23,7 +24,7 @@ func TestRandomOperationsKeepTheQueueShape(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		clock := &manualClock{now: t0}
+		clock := conformance.NewManualClock(t0)
 		store := memory.New(memory.Options{Clock: clock})
 		f := &fixture{t: t, ctx: ctx, clock: clock, store: store}
 		hash, err := graph.Hash(testGraph("g", ""))

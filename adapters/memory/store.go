@@ -152,6 +152,23 @@ func (s *Store) visibleRow(scope ports.Scope, runID string) *runRow {
 	return row
 }
 
+// readRow calls read with the row of runID under one read lock, so
+// everything read sees one snapshot, or reports the run not found when
+// scope does not see it. Callers have validated scope and their arguments.
+func readRow[T any](ctx context.Context, s *Store, scope ports.Scope, runID string, read func(*runRow) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	row := s.visibleRow(scope, runID)
+	if row == nil {
+		return zero, notFoundRun(runID)
+	}
+	return read(row)
+}
+
 func notFoundRun(runID string) error {
 	return &notFoundError{what: "run", id: runID}
 }

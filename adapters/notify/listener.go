@@ -213,3 +213,11 @@ func closeQuietly(conn *pgx.Conn) {
 	defer cancel()
 	_ = conn.Close(ctx)
 }
+
+// offer delivers a Wake unless one is already pending.
+func offer(ch chan ports.Wake) {
+	select {
+	case ch <- ports.Wake{}:
+	default:
+	}
+}

@@ -69,6 +69,16 @@ func (e *listenerEnv) notifyOn(t *testing.T, payload string) {
 	require.NoError(t, err)
 }
 
+// expectSessions waits until admin sees want sessions of the listener.
+func (e *listenerEnv) expectSessions(t *testing.T, admin *pgx.Conn, want int, what string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var sessions int
+		err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, e.appName).Scan(&sessions)
+		return err == nil && sessions == want
+	}, arrival, 20*time.Millisecond, what)
+}
+
 func expectWake(t *testing.T, wakes <-chan ports.Wake, what string) {
 	t.Helper()
 	select {
@@ -140,11 +150,7 @@ func TestListenerReconnectsAfterItsSessionIsTerminated(t *testing.T) {
 	// After the loss the listener reconnects and hands out one Wake, since
 	// announcements made while it was away are lost.
 	expectWake(t, wakes, "the catch-up Wake after reconnecting")
-	require.Eventually(t, func() bool {
-		var sessions int
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, env.appName).Scan(&sessions)
-		return err == nil && sessions == 1
-	}, arrival, 20*time.Millisecond, "a new session is listening")
+	env.expectSessions(t, admin, 1, "a new session is listening")
 	env.notifyOn(t, "reconnecting")
 	expectWake(t, wakes, "an announcement after the reconnect")
 }
@@ -160,12 +166,7 @@ func TestListenerStopsAndClosesOnCancel(t *testing.T) {
 	case <-time.After(arrival):
 		t.Fatal("the channel was not closed after cancel")
 	}
-	admin := env.db.Connect(t)
-	require.Eventually(t, func() bool {
-		var sessions int
-		err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, env.appName).Scan(&sessions)
-		return err == nil && sessions == 0
-	}, arrival, 20*time.Millisecond, "the dedicated session is closed")
+	env.expectSessions(t, env.db.Connect(t), 0, "the dedicated session is closed")
 }
 
 func TestListenerReportsAnUnreachableServer(t *testing.T) {

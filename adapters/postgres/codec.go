@@ -3,7 +3,6 @@ package postgres
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -108,13 +107,6 @@ func (e *eventRow) dest() []any {
 	return []any{&e.seq, &e.typ, &e.step, &e.nodeID, &e.channelID, &e.taskID, &e.payload, &e.metadata, &e.occurredAt}
 }
 
-var knownEventTypes = []run.EventType{
-	run.EventRunInitialized, run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled,
-	run.EventCheckpointCommitted, run.EventNodeCompleted, run.EventNodeFailed,
-	run.EventChannelUpdated, run.EventEdgeTriggered, run.EventInterruptRequested,
-	run.EventInterruptResolved,
-}
-
 // decode returns the event, or a *ports.CorruptError: a stored event is
 // never skipped or reported as absent because it cannot be read.
 func (e *eventRow) decode(runID string) (run.Event, error) {
@@ -129,7 +121,7 @@ func (e *eventRow) decode(runID string) (run.Event, error) {
 		return corrupt("missing columns")
 	}
 	typ := run.EventType(*e.typ)
-	if !slices.Contains(knownEventTypes, typ) {
+	if !ports.KnownEventType(typ) {
 		return corrupt("unknown event type %q", *e.typ)
 	}
 	if *e.step < 0 {
@@ -172,15 +164,15 @@ func decodeMap(b []byte) (map[string]any, error) {
 // tokenArg parses a claim token for binding. A missing or malformed token
 // can match no stored token, so callers treat !ok as "matches nothing"
 // and never send it (PostgreSQL would reject it with 22P02).
-func tokenArg(t ports.ClaimToken) (pgtype.UUID, bool) {
+func tokenArg(t ports.ClaimToken) (tokenParam, bool) {
 	if t.IsZero() {
-		return pgtype.UUID{}, false
+		return tokenParam{}, false
 	}
 	u, err := uuid.Parse(t.Reveal())
 	if err != nil {
-		return pgtype.UUID{}, false
+		return tokenParam{}, false
 	}
-	return pgtype.UUID{Bytes: u, Valid: true}, true
+	return tokenParam{uuid: pgtype.UUID{Bytes: u, Valid: true}}, true
 }
 
 // optTime maps the zero time to NULL and normalizes the rest to µs UTC.

@@ -38,23 +38,13 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err != nil {
 		return nil, err
 	}
-	doc, err := encodeDocument(m.Run)
-	if err != nil {
-		return nil, err
-	}
-	arrays, err := encodeEvents(m.Run.ID, events)
-	if err != nil {
-		return nil, err
-	}
 	r := m.Run
 	system, key := scopeArgs(scope)
-	args := []any{
-		r.ID, system, key, r.GraphID, r.GraphHash, ports.Micros(r.StartedAt), m.ExpectedSeq(), token,
-		string(r.Status), doc.step, doc.state, r.CheckpointSeq, r.EventSeq, string(m.CheckpointType),
-		ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
+	args, err := s.commitArgs(m, sched, events,
+		r.ID, system, key, r.GraphID, r.GraphHash, ports.Micros(r.StartedAt), m.ExpectedSeq(), token)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, s.scheduleArgs(sched)...)
-	args = append(args, arrays.args()...)
 
 	var moved, written, sideEffects int64
 	err = s.pool.QueryRow(ctx, s.stmt.commitClaimed, args...).Scan(&moved, &written, &sideEffects)
@@ -72,13 +62,29 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	}
 }
 
-// scheduleArgs are the @sched, @at, @now and @payload parameters.
-func (s *Store) scheduleArgs(sched ports.Schedule) []any {
+// commitArgs encodes a validated moment into the parameters of
+// sqlCommitClaimed and sqlCommitUnclaimed, which share their order after
+// the fence parameters: the document columns (status through finished_at),
+// the schedule's @sched, @at, @now and @payload, then the event arrays.
+func (s *Store) commitArgs(m *run.Moment, sched ports.Schedule, events []run.Event, fence ...any) ([]any, error) {
+	doc, err := encodeDocument(m.Run)
+	if err != nil {
+		return nil, err
+	}
+	arrays, err := encodeEvents(m.Run.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	r := m.Run
 	kind := string(sched.Kind)
 	if sched.Kind == ports.ScheduleRetainClaim {
 		kind = "retain"
 	}
-	return []any{kind, optTime(sched.At), s.storeNow(), s.schema}
+	args := append(fence,
+		string(r.Status), doc.step, doc.state, r.CheckpointSeq, r.EventSeq, string(m.CheckpointType),
+		ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
+		kind, optTime(sched.At), s.storeNow(), s.schema)
+	return append(args, arrays.args()...), nil
 }
 
 // classifyMiss explains a claimed commit that matched nothing, in the
@@ -99,17 +105,15 @@ func (s *Store) classifyMiss(ctx context.Context, scope ports.Scope, m *run.Mome
 	if err != nil {
 		return dbError("commit", err)
 	}
-	proposed := m.Run
-	if proposed.GraphID != stored.graphID || proposed.GraphHash != stored.graphHash ||
-		!ports.Micros(proposed.StartedAt).Equal(ports.Micros(stored.startedAt)) {
-		return &ports.InvalidCommitError{RunID: proposed.ID, Reason: "the graph binding or started_at changed"}
-	}
-	if m.ExpectedSeq() > stored.seq {
-		return &ports.InvalidCommitError{RunID: proposed.ID, Reason: fmt.Sprintf(
-			"checkpoint_seq %d does not advance stored %d by exactly one", proposed.CheckpointSeq, stored.seq)}
+	// The statement matched the binding and sequence only if the token
+	// was also right, so anything but an invalid proposal is stale.
+	err = ports.CheckFence(&run.Run{ID: m.Run.ID, GraphID: stored.graphID, GraphHash: stored.graphHash,
+		StartedAt: stored.startedAt, CheckpointSeq: stored.seq}, m)
+	if errors.Is(err, ports.ErrInvalidCommit) {
+		return err
 	}
 	return fmt.Errorf("%w: run %q: the claim token or checkpoint_seq %d moved on (stored %d)",
-		ports.ErrStaleFence, proposed.ID, m.ExpectedSeq(), stored.seq)
+		ports.ErrStaleFence, m.Run.ID, m.ExpectedSeq(), stored.seq)
 }
 
 // eventConflict names the seq of a rejected commit's conflicting event:
@@ -223,45 +227,14 @@ func (s *Store) unclaimedArgs(row *runRow, current *run.Run, m *run.Moment) ([]r
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkFence(current, m); err != nil {
+	if err := ports.CheckFence(current, m); err != nil {
 		return nil, nil, err
 	}
-	doc, err := encodeDocument(m.Run)
+	args, err := s.commitArgs(m, sched, events, row.id, m.ExpectedSeq())
 	if err != nil {
 		return nil, nil, err
 	}
-	arrays, err := encodeEvents(m.Run.ID, events)
-	if err != nil {
-		return nil, nil, err
-	}
-	r := m.Run
-	args := []any{
-		row.id, m.ExpectedSeq(), string(r.Status), doc.step, doc.state, r.CheckpointSeq, r.EventSeq,
-		string(m.CheckpointType), ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
-	}
-	args = append(args, s.scheduleArgs(sched)...)
-	args = append(args, arrays.args()...)
 	return events, args, nil
-}
-
-// checkFence classifies a mutation's moment against the locked document:
-// a changed immutable binding or a sequence ahead of stored+1 is invalid;
-// a sequence behind is stale.
-func checkFence(stored *run.Run, m *run.Moment) error {
-	proposed := m.Run
-	if proposed.GraphID != stored.GraphID || proposed.GraphHash != stored.GraphHash ||
-		!ports.Micros(proposed.StartedAt).Equal(ports.Micros(stored.StartedAt)) {
-		return &ports.InvalidCommitError{RunID: stored.ID, Reason: "the graph binding or started_at changed"}
-	}
-	switch expected := m.ExpectedSeq(); {
-	case expected > stored.CheckpointSeq:
-		return &ports.InvalidCommitError{RunID: stored.ID, Reason: fmt.Sprintf(
-			"checkpoint_seq %d does not advance stored %d by exactly one", proposed.CheckpointSeq, stored.CheckpointSeq)}
-	case expected < stored.CheckpointSeq:
-		return fmt.Errorf("%w: run %q is at checkpoint_seq %d, the proposal expected %d",
-			ports.ErrStaleFence, stored.ID, stored.CheckpointSeq, expected)
-	}
-	return nil
 }
 
 // kept marks an error produced inside a transaction callback that must

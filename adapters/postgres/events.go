@@ -22,11 +22,8 @@ func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string,
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case p.AfterSeq < 0:
-		return nil, invalidArg("AfterSeq", "must not be negative")
-	case p.Limit < 1 || p.Limit > ports.MaxPageLimit:
-		return nil, invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	system, key := scopeArgs(scope)
 	rows, err := s.pool.Query(ctx, s.stmt.listEvents, runID, system, key, p.AfterSeq, p.Limit)
@@ -126,7 +123,7 @@ func (s *Store) readEvent(ctx context.Context, sql string, scope ports.Scope, ru
 // PruneEvents deletes up to a batch of events inserted strictly before
 // p.Before, oldest first (see ports.EventStore and sqlPruneEvents).
 func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, error) {
-	if err := validatePrune(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	return s.pruneEvents(ctx, s.pool, ports.Micros(p.Before), p.BatchSize)
@@ -144,7 +141,7 @@ func (s *Store) pruneEvents(ctx context.Context, q querier, cutoff time.Time, ba
 // p.Before, oldest first, with their events (see ports.EventStore and
 // sqlPruneRuns).
 func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
-	if err := validatePrune(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return ports.PruneRunsResult{}, err
 	}
 	return s.pruneRuns(ctx, s.pool, ports.Micros(p.Before), p.BatchSize)
@@ -156,14 +153,4 @@ func (s *Store) pruneRuns(ctx context.Context, q querier, cutoff time.Time, batc
 		return ports.PruneRunsResult{}, dbError("prune runs", err)
 	}
 	return ports.PruneRunsResult{Runs: int(runs), CascadeEvents: int(events)}, nil
-}
-
-func validatePrune(p ports.PruneParams) error {
-	switch {
-	case p.Before.IsZero():
-		return invalidArg("Before", "is required")
-	case p.BatchSize < 1:
-		return invalidArg("BatchSize", "must be at least 1")
-	}
-	return nil
 }

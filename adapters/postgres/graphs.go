@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
-	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
 )
@@ -20,7 +19,7 @@ func (s *Store) SaveGraph(ctx context.Context, owner ports.OwnerScope, p ports.S
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	doc, err := encodeGraph(p)
+	doc, err := ports.EncodeGraph(p)
 	if err != nil {
 		return nil, err
 	}
@@ -44,31 +43,6 @@ func (s *Store) SaveGraph(ctx context.Context, owner ports.OwnerScope, p ports.S
 	return &ports.GraphVersion{Ref: ports.GraphRef{GraphID: p.Graph.ID, Hash: p.Hash}, PublishedAt: ports.Micros(publishedAt)}, nil
 }
 
-func encodeGraph(p ports.SaveGraphParams) ([]byte, error) {
-	if p.Graph == nil {
-		return nil, fmt.Errorf("%w: nil graph", ports.ErrInvalidGraph)
-	}
-	if p.Graph.ID == "" {
-		return nil, fmt.Errorf("%w: empty graph id", ports.ErrInvalidGraph)
-	}
-	wire, err := p.Graph.ToMap()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	doc, err := value.Canonical(wire)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	hash, err := graph.Hash(p.Graph)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidGraph, err)
-	}
-	if hash != p.Hash {
-		return nil, fmt.Errorf("%w: graph %q hashes to %s, not %s", ports.ErrInvalidGraphHash, p.Graph.ID, hash, p.Hash)
-	}
-	return doc, nil
-}
-
 // FetchGraph returns a stored document, verified against its hash (see
 // ports.GraphStore).
 func (s *Store) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref ports.GraphRef) (*graph.Graph, error) {
@@ -83,35 +57,9 @@ func (s *Store) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref port
 	if err != nil {
 		return nil, dbError("fetch graph", err)
 	}
-	return decodeGraph(ref, doc)
-}
-
-// decodeGraph decodes stored bytes and verifies them against their key:
-// a row that does not decode, names another id or does not hash to its
-// key is corrupt, never absent.
-func decodeGraph(ref ports.GraphRef, doc []byte) (*graph.Graph, error) {
-	corrupt := func(err error) error {
-		return &ports.CorruptError{Kind: ports.CorruptGraph, ID: ref.GraphID, Hash: ref.Hash, Err: err}
-	}
-	wire, err := value.DecodeJSON(doc)
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	m, ok := wire.(map[string]any)
-	if !ok {
-		return nil, corrupt(errors.New("stored document is not an object"))
-	}
-	g, err := graph.FromMap(m)
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	if g.ID != ref.GraphID {
-		return nil, corrupt(fmt.Errorf("stored document has id %q", g.ID))
-	}
-	if hash, err := graph.Hash(g); err != nil || hash != ref.Hash {
-		return nil, corrupt(errors.New("stored document does not hash to its key"))
-	}
-	return g, nil
+	// A row that does not decode, names another id or does not hash to
+	// its key is corrupt, never absent.
+	return ports.DecodeGraph(ref, doc)
 }
 
 // versionRow is the bun model of the version listings (metadata only;
@@ -143,11 +91,8 @@ func (s *Store) ListGraphVersions(ctx context.Context, owner ports.OwnerScope, g
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	if p.Limit < 1 || p.Limit > ports.MaxPageLimit {
-		return nil, invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
-	}
-	if p.Before != nil && (p.Before.PublishedAt.IsZero() || p.Before.Hash == "") {
-		return nil, invalidArg("Before", "needs PublishedAt and Hash")
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	rows, err := s.listVersions(ctx, owner, graphID, p.Before, p.Limit+1)
 	if err != nil {
@@ -196,11 +141,8 @@ func (s *Store) listVersions(ctx context.Context, owner ports.OwnerScope, graphI
 // p.Keep per (owner, graph id), oldest first (see ports.GraphStore and
 // sqlPruneGraphs).
 func (s *Store) PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error) {
-	switch {
-	case p.Keep < 1:
-		return 0, invalidArg("Keep", "must be at least 1")
-	case p.BatchSize < 1:
-		return 0, invalidArg("BatchSize", "must be at least 1")
+	if err := p.Validate(); err != nil {
+		return 0, err
 	}
 	return s.pruneGraphs(ctx, s.pool, p.Keep, p.BatchSize)
 }

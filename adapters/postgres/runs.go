@@ -21,7 +21,7 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
-	events, err := validateInsert(p)
+	events, err := ports.ValidateInsert(p)
 	if err != nil {
 		return nil, err
 	}
@@ -65,25 +65,6 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	default:
 		return nil, dbError("insert run", err)
 	}
-}
-
-// validateInsert checks the insert shape before any SQL (spec §5.1): the
-// run_initialized moment of a running run with a first wake.
-func validateInsert(p ports.InsertRunParams) ([]run.Event, error) {
-	m := p.Moment
-	if err := ports.ValidateMoment(m); err != nil {
-		return nil, err
-	}
-	fail := func(reason string) error { return &ports.InvalidCommitError{RunID: m.Run.ID, Reason: reason} }
-	switch {
-	case m.CheckpointType != run.CheckpointRunInitialized:
-		return nil, fail(fmt.Sprintf("insert needs checkpoint type run_initialized, not %s", m.CheckpointType))
-	case m.Run.Status != run.StatusRunning:
-		return nil, fail(fmt.Sprintf("insert needs status running, not %s", m.Run.Status))
-	case p.WakeAt.IsZero():
-		return nil, fail("insert needs a first wake")
-	}
-	return ports.NormalizeEvents(m.Run.ID, m.Events)
 }
 
 // document is a run's stored form: the encoded state and its column copies.
@@ -212,7 +193,7 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if err := validateListRuns(p); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	q := s.bun.NewSelect().
@@ -270,19 +251,4 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		page.NextBefore = &ports.RunCursor{StartedAt: last.StartedAt, RunID: last.RunID}
 	}
 	return page, nil
-}
-
-func validateListRuns(p ports.ListRunsParams) error {
-	if p.Limit < 1 || p.Limit > ports.MaxPageLimit {
-		return invalidArg("Limit", fmt.Sprintf("must be in 1..%d", ports.MaxPageLimit))
-	}
-	for _, st := range p.Statuses {
-		if !ports.KnownStatus(st) {
-			return invalidArg("Statuses", fmt.Sprintf("%q is not a durable status", st))
-		}
-	}
-	if p.Before != nil && (p.Before.StartedAt.IsZero() || p.Before.RunID == "") {
-		return invalidArg("Before", "needs StartedAt and RunID")
-	}
-	return nil
 }

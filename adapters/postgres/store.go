@@ -28,7 +28,9 @@ type Config struct {
 	// does not own it: closing the Store leaves it open. For PgBouncer in
 	// transaction pooling mode set its ConnConfig.DefaultQueryExecMode to
 	// pgx.QueryExecModeSimpleProtocol (and leave Notifier nil, or point a
-	// notify.Listener at a direct endpoint).
+	// notify.Listener at a direct endpoint). A tracer on the pool (pgx's
+	// tracelog, say) sees every statement's arguments; claim tokens are
+	// bound as values that render as "[redacted]", so it never logs one.
 	Pool *pgxpool.Pool
 	// Schema is the schema holding Docket's tables, matching
 	// ^[a-z_][a-z0-9_]*$ (at most 63 bytes). Empty: the schema in which the

@@ -42,19 +42,19 @@ func canonicalGraph(g *Graph) (*Graph, *canonicalError) {
 		out.SchemaVersion = SchemaVersion
 	}
 	var err *canonicalError
-	if out.Inputs, err = canonicalFields("inputs", KindInput, g.Inputs); err != nil {
+	if out.Inputs, err = canonicalRecords("inputs", g.Inputs, fieldCanonicalizer("inputs", KindInput)); err != nil {
 		return nil, err
 	}
-	if out.Fields, err = canonicalFields("fields", KindState, g.Fields); err != nil {
+	if out.Fields, err = canonicalRecords("fields", g.Fields, fieldCanonicalizer("fields", KindState)); err != nil {
 		return nil, err
 	}
-	if out.Outputs, err = canonicalOutputs(g.Outputs); err != nil {
+	if out.Outputs, err = canonicalRecords("outputs", g.Outputs, canonicalOutput); err != nil {
 		return nil, err
 	}
-	if out.Nodes, err = canonicalNodes(g.Nodes); err != nil {
+	if out.Nodes, err = canonicalRecords("nodes", g.Nodes, canonicalNode); err != nil {
 		return nil, err
 	}
-	if out.Edges, err = canonicalEdges(g.Edges); err != nil {
+	if out.Edges, err = canonicalRecords("edges", g.Edges, canonicalEdge); err != nil {
 		return nil, err
 	}
 	if out.Policies, err = openMap(g.Policies, pathOf("policies")); err != nil {
@@ -68,16 +68,31 @@ func canonicalGraph(g *Graph) (*Graph, *canonicalError) {
 
 var errNilRecord = errors.New("the record is nil")
 
-func canonicalFields(collection string, kind FieldKind, in map[string]*Field) (map[string]*Field, *canonicalError) {
+// canonicalRecords copies the records of collection in sorted key order
+// with canonicalRecord. A nil collection stays nil; a nil record cannot be
+// encoded.
+func canonicalRecords[R any](collection string, in map[string]*R, canonicalRecord func(id string, r *R) (*R, *canonicalError)) (map[string]*R, *canonicalError) {
 	if in == nil {
 		return nil, nil
 	}
-	out := make(map[string]*Field, len(in))
+	out := make(map[string]*R, len(in))
 	for _, id := range value.SortedKeys(in) {
-		f := in[id]
-		if f == nil {
+		r := in[id]
+		if r == nil {
 			return nil, &canonicalError{path: pathOf(collection, id), err: errNilRecord}
 		}
+		c, err := canonicalRecord(id, r)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = c
+	}
+	return out, nil
+}
+
+// fieldCanonicalizer copies the fields of collection, whose kind is kind.
+func fieldCanonicalizer(collection string, kind FieldKind) func(string, *Field) (*Field, *canonicalError) {
+	return func(id string, f *Field) (*Field, *canonicalError) {
 		c := &Field{
 			ID:          f.ID,
 			Kind:        f.Kind,
@@ -111,118 +126,84 @@ func canonicalFields(collection string, kind FieldKind, in map[string]*Field) (m
 		if c.Metadata, err = openMap(f.Metadata, pathOf(collection, id, "metadata")); err != nil {
 			return nil, err
 		}
-		out[id] = c
+		return c, nil
 	}
-	return out, nil
 }
 
-func canonicalOutputs(in map[string]*Output) (map[string]*Output, *canonicalError) {
-	if in == nil {
-		return nil, nil
+func canonicalOutput(id string, o *Output) (*Output, *canonicalError) {
+	c := &Output{ID: o.ID, Source: o.Source, Label: o.Label, Description: o.Description}
+	if c.ID == "" {
+		c.ID = id
 	}
-	out := make(map[string]*Output, len(in))
-	for _, id := range value.SortedKeys(in) {
-		o := in[id]
-		if o == nil {
-			return nil, &canonicalError{path: pathOf("outputs", id), err: errNilRecord}
-		}
-		c := &Output{ID: o.ID, Source: o.Source, Label: o.Label, Description: o.Description}
-		if c.ID == "" {
-			c.ID = id
-		}
-		// The wire default of source is the output's ID; writing it out keeps
-		// the effective document identical however the source was spelled.
-		if c.Source == "" {
-			c.Source = id
-		}
-		var err *canonicalError
-		if c.Schema, err = canonicalSchema(o.Schema, pathOf("outputs", id, "schema")); err != nil {
-			return nil, err
-		}
-		if c.Metadata, err = openMap(o.Metadata, pathOf("outputs", id, "metadata")); err != nil {
-			return nil, err
-		}
-		out[id] = c
+	// The wire default of source is the output's ID; writing it out keeps
+	// the effective document identical however the source was spelled.
+	if c.Source == "" {
+		c.Source = id
 	}
-	return out, nil
+	var err *canonicalError
+	if c.Schema, err = canonicalSchema(o.Schema, pathOf("outputs", id, "schema")); err != nil {
+		return nil, err
+	}
+	if c.Metadata, err = openMap(o.Metadata, pathOf("outputs", id, "metadata")); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func canonicalNodes(in map[string]*Node) (map[string]*Node, *canonicalError) {
-	if in == nil {
-		return nil, nil
+func canonicalNode(id string, n *Node) (*Node, *canonicalError) {
+	c := &Node{ID: n.ID, Label: n.Label, Description: n.Description}
+	if c.ID == "" {
+		c.ID = id
 	}
-	out := make(map[string]*Node, len(in))
-	for _, id := range value.SortedKeys(in) {
-		n := in[id]
-		if n == nil {
-			return nil, &canonicalError{path: pathOf("nodes", id), err: errNilRecord}
-		}
-		c := &Node{ID: n.ID, Label: n.Label, Description: n.Description}
-		if c.ID == "" {
-			c.ID = id
-		}
-		var err *canonicalError
-		c.Implementation = Implementation{Type: n.Implementation.Type, Ref: n.Implementation.Ref}
-		if c.Implementation.Raw, err = openMap(n.Implementation.Raw, pathOf("nodes", id, "implementation")); err != nil {
-			return nil, err
-		}
-		if len(n.Branches) > 0 {
-			c.Branches = make(map[string][]string, len(n.Branches))
-			for _, group := range value.SortedKeys(n.Branches) {
-				if !utf8.ValidString(group) || strings.HasPrefix(group, "$") {
-					return nil, &canonicalError{path: pathOf("nodes", id, "branches"),
-						err: fmt.Errorf("branch group name %q is not portable (invalid UTF-8 or a reserved \"$\" prefix)", group)}
-				}
-				c.Branches[group] = append([]string(nil), n.Branches[group]...)
+	var err *canonicalError
+	c.Implementation = Implementation{Type: n.Implementation.Type, Ref: n.Implementation.Ref}
+	if c.Implementation.Raw, err = openMap(n.Implementation.Raw, pathOf("nodes", id, "implementation")); err != nil {
+		return nil, err
+	}
+	if len(n.Branches) > 0 {
+		c.Branches = make(map[string][]string, len(n.Branches))
+		for _, group := range value.SortedKeys(n.Branches) {
+			if !utf8.ValidString(group) || strings.HasPrefix(group, "$") {
+				return nil, &canonicalError{path: pathOf("nodes", id, "branches"),
+					err: fmt.Errorf("branch group name %q is not portable (invalid UTF-8 or a reserved \"$\" prefix)", group)}
 			}
+			c.Branches[group] = append([]string(nil), n.Branches[group]...)
 		}
-		if c.Config, err = openMap(n.Config, pathOf("nodes", id, "config")); err != nil {
-			return nil, err
-		}
-		if c.Policies, err = openMap(n.Policies, pathOf("nodes", id, "policies")); err != nil {
-			return nil, err
-		}
-		if c.Metadata, err = openMap(n.Metadata, pathOf("nodes", id, "metadata")); err != nil {
-			return nil, err
-		}
-		out[id] = c
 	}
-	return out, nil
+	if c.Config, err = openMap(n.Config, pathOf("nodes", id, "config")); err != nil {
+		return nil, err
+	}
+	if c.Policies, err = openMap(n.Policies, pathOf("nodes", id, "policies")); err != nil {
+		return nil, err
+	}
+	if c.Metadata, err = openMap(n.Metadata, pathOf("nodes", id, "metadata")); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func canonicalEdges(in map[string]*Edge) (map[string]*Edge, *canonicalError) {
-	if in == nil {
-		return nil, nil
+func canonicalEdge(id string, e *Edge) (*Edge, *canonicalError) {
+	c := &Edge{
+		ID:           e.ID,
+		From:         append([]string(nil), e.From...),
+		Barrier:      e.Barrier,
+		To:           e.To,
+		Label:        e.Label,
+		Description:  e.Description,
+		SourceHandle: e.SourceHandle,
+		TargetHandle: e.TargetHandle,
 	}
-	out := make(map[string]*Edge, len(in))
-	for _, id := range value.SortedKeys(in) {
-		e := in[id]
-		if e == nil {
-			return nil, &canonicalError{path: pathOf("edges", id), err: errNilRecord}
-		}
-		c := &Edge{
-			ID:           e.ID,
-			From:         append([]string(nil), e.From...),
-			Barrier:      e.Barrier,
-			To:           e.To,
-			Label:        e.Label,
-			Description:  e.Description,
-			SourceHandle: e.SourceHandle,
-			TargetHandle: e.TargetHandle,
-		}
-		if c.ID == "" {
-			c.ID = id
-		}
-		var err *canonicalError
-		if c.Guard, err = canonicalGuard(e.Guard, pathOf("edges", id, "guard")); err != nil {
-			return nil, err
-		}
-		if c.Metadata, err = openMap(e.Metadata, pathOf("edges", id, "metadata")); err != nil {
-			return nil, err
-		}
-		out[id] = c
+	if c.ID == "" {
+		c.ID = id
 	}
-	return out, nil
+	var err *canonicalError
+	if c.Guard, err = canonicalGuard(e.Guard, pathOf("edges", id, "guard")); err != nil {
+		return nil, err
+	}
+	if c.Metadata, err = openMap(e.Metadata, pathOf("edges", id, "metadata")); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // canonicalGuard copies a guard, normalizing every non-guard argument. A

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -135,23 +136,11 @@ func fanOutGraph() *graph.Graph {
 // findDiagnostic returns the first diagnostic with code and path.
 func findDiagnostic(ds []graph.Diagnostic, code string, path []any) (graph.Diagnostic, bool) {
 	for _, d := range ds {
-		if d.Code == code && pathEqual(d.Path, path) {
+		if d.Code == code && slices.Equal(d.Path, path) {
 			return d, true
 		}
 	}
 	return graph.Diagnostic{}, false
-}
-
-func pathEqual(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func codes(ds []graph.Diagnostic) []string {

@@ -188,14 +188,7 @@ func (v *validator) reducer(collection, singular, id string, r reducer.Reducer, 
 func (v *validator) outputs() {
 	for _, id := range value.SortedKeys(v.g.Outputs) {
 		o := v.g.Outputs[id]
-		var problems []string
-		if o.ID != id {
-			problems = append(problems, "its ID "+strconv.Quote(o.ID)+" differs from its key")
-		}
-		problems = append(problems, textProblems(map[string]string{"label": o.Label, "description": o.Description})...)
-		if len(problems) > 0 {
-			v.d.errorf(CodeInvalidRecord, pathOf("outputs", id), id, "output %q: %s", id, strings.Join(problems, "; "))
-		}
+		v.record("outputs", "output", id, o.ID, map[string]string{"label": o.Label, "description": o.Description})
 
 		source := v.sourceField(o.Source)
 		if source == nil {
@@ -233,14 +226,7 @@ func (v *validator) sourceField(id string) *Field {
 func (v *validator) nodes() {
 	for _, id := range value.SortedKeys(v.g.Nodes) {
 		n := v.g.Nodes[id]
-		var problems []string
-		if n.ID != id {
-			problems = append(problems, "its ID "+strconv.Quote(n.ID)+" differs from its key")
-		}
-		problems = append(problems, textProblems(map[string]string{"label": n.Label, "description": n.Description})...)
-		if len(problems) > 0 {
-			v.d.errorf(CodeInvalidRecord, pathOf("nodes", id), id, "node %q: %s", id, strings.Join(problems, "; "))
-		}
+		v.record("nodes", "node", id, n.ID, map[string]string{"label": n.Label, "description": n.Description})
 		v.implementation(id, n)
 		for _, p := range nodePolicyProblems(n.Policies) {
 			v.d.errorMeta(CodeInvalidPolicy, pathOf("nodes", id, "policies", p.Key), id, reasonsMeta(p.Reasons),
@@ -300,6 +286,20 @@ func (v *validator) implementation(id string, n *Node) {
 // ---------------------------------------------------------------------------
 
 // textProblems reports text attributes that JSON cannot carry faithfully.
+// record reports a record's own problems as one invalid_record diagnostic
+// at collection/key: an ID that differs from its map key, and text
+// attributes that are not valid UTF-8.
+func (v *validator) record(collection, singular, key, id string, text map[string]string) {
+	var problems []string
+	if id != key {
+		problems = append(problems, "its ID "+strconv.Quote(id)+" differs from its key")
+	}
+	problems = append(problems, textProblems(text)...)
+	if len(problems) > 0 {
+		v.d.errorf(CodeInvalidRecord, pathOf(collection, key), key, "%s %q: %s", singular, key, strings.Join(problems, "; "))
+	}
+}
+
 func textProblems(attrs map[string]string) []string {
 	var out []string
 	for _, name := range value.SortedKeys(attrs) {

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/docketgo/docket/domain/value"
@@ -14,17 +13,10 @@ import (
 func (v *validator) edges() {
 	for _, id := range value.SortedKeys(v.g.Edges) {
 		e := v.g.Edges[id]
-		var problems []string
-		if e.ID != id {
-			problems = append(problems, "its ID "+strconv.Quote(e.ID)+" differs from its key")
-		}
-		problems = append(problems, textProblems(map[string]string{
+		v.record("edges", "edge", id, e.ID, map[string]string{
 			"label": e.Label, "description": e.Description,
 			"source_handle": e.SourceHandle, "target_handle": e.TargetHandle,
-		})...)
-		if len(problems) > 0 {
-			v.d.errorf(CodeInvalidRecord, pathOf("edges", id), id, "edge %q: %s", id, strings.Join(problems, "; "))
-		}
+		})
 		if e.Barrier {
 			v.barrierSources(id, e.From)
 		} else {

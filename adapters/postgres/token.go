@@ -1,0 +1,33 @@
+package postgres
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// redactedToken is how a bound claim token renders anywhere but on the wire.
+const redactedToken = "[redacted]"
+
+// tokenParam is a claim token bound to a $n::uuid parameter. pgx sends the
+// UUID (binary in the extended protocol, text in the simple one), but every
+// rendering of the value itself prints "[redacted]": a pool tracer that
+// logs bind arguments, such as pgx's tracelog (the ordinary query log),
+// therefore never records the bearer capability of a refresh, release,
+// abandon or claimed commit (spec §18).
+type tokenParam struct{ uuid pgtype.UUID }
+
+// UUIDValue is the binding used when the parameter's type is known (uuid).
+func (p tokenParam) UUIDValue() (pgtype.UUID, error) { return p.uuid, nil }
+
+// TextValue is the binding of the simple protocol, which inlines the text.
+func (p tokenParam) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: p.uuid.String(), Valid: p.uuid.Valid}, nil
+}
+
+func (tokenParam) String() string               { return redactedToken }
+func (tokenParam) GoString() string             { return redactedToken }
+func (tokenParam) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte(redactedToken)) }
+func (tokenParam) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedToken + `"`), nil }
+func (tokenParam) LogValue() slog.Value         { return slog.StringValue(redactedToken) }
