@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/docketgo/docket/adapters/memory v0.0.0
 	github.com/docketgo/docket/adapters/notify v0.0.0
+	github.com/docketgo/docket/adapters/otel v0.0.0
 	github.com/docketgo/docket/adapters/postgres v0.0.0
 	github.com/docketgo/docket/domain v0.0.0
 	github.com/docketgo/docket/migrations v0.0.0
@@ -12,6 +13,9 @@ require (
 	github.com/docketgo/docket/ports v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/sdk v1.47.0
+	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )
 
 require (
@@ -30,7 +34,7 @@ require (
 	github.com/docker/go-units v0.5.0 // indirect
 	github.com/ebitengine/purego v0.10.1 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -68,9 +72,9 @@ require (
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0 // indirect
-	go.opentelemetry.io/otel v1.44.0 // indirect
-	go.opentelemetry.io/otel/metric v1.44.0 // indirect
-	go.opentelemetry.io/otel/trace v1.44.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -81,6 +85,7 @@ require (
 replace (
 	github.com/docketgo/docket/adapters/memory => ../adapters/memory
 	github.com/docketgo/docket/adapters/notify => ../adapters/notify
+	github.com/docketgo/docket/adapters/otel => ../adapters/otel
 	github.com/docketgo/docket/adapters/postgres => ../adapters/postgres
 	github.com/docketgo/docket/conformance => ../conformance
 	github.com/docketgo/docket/domain => ../domain

@@ -1,5 +1,7 @@
 package otel
 
+import "github.com/docketgo/docket/ports"
+
 // The catalog: which facts (operation spans and emitted events, by
 // canonical name) feed which metric instruments. A span's end is treated
 // like an emitted fact of the same name whose "duration" measurement is
@@ -96,24 +98,24 @@ var (
 // Bounded label keys. Every metric label comes from this list; a test
 // checks that no catalog entry declares any other key.
 const (
-	keyResult          = "result"
-	keySource          = "source"
-	keyClaimPolicy     = "claim_policy"
-	keyPreference      = "preference"
-	keyFallback        = "fallback"
-	keyImplementation  = "implementation"
-	keyContentionPhase = "contention_phase"
-	keyReason          = "reason"
-	keyOperation       = "operation"
-	keyStage           = "stage"
-	keyOutcome         = "outcome"
-	keyBudget          = "budget"
-	keyPark            = "park"
-	keyCheckpointType  = "checkpoint_type"
-	keyDisposition     = "disposition"
-	keyDurableSuccess  = "durable_success"
-	keyClass           = "class"
-	keyKind            = "kind"
+	keyResult          = ports.LabelResult
+	keySource          = ports.LabelSource
+	keyClaimPolicy     = ports.LabelClaimPolicy
+	keyPreference      = ports.LabelPreference
+	keyFallback        = ports.LabelFallback
+	keyImplementation  = ports.LabelImplementation
+	keyContentionPhase = ports.LabelContentionPhase
+	keyReason          = ports.LabelReason
+	keyOperation       = ports.LabelOperation
+	keyStage           = ports.LabelStage
+	keyOutcome         = ports.LabelOutcome
+	keyBudget          = ports.LabelBudget
+	keyPark            = ports.LabelPark
+	keyCheckpointType  = ports.LabelCheckpointType
+	keyDisposition     = ports.LabelDisposition
+	keyDurableSuccess  = ports.LabelDurableSuccess
+	keyClass           = ports.LabelClass
+	keyKind            = ports.LabelKind
 )
 
 // metricLabelKeys is the allow-list of metric attribute keys.
@@ -127,8 +129,9 @@ var metricLabelKeys = setOf(
 // would explode a metric's cardinality. Tenant and scope are deliberately
 // absent (they may name a customer); the run id correlates instead.
 var (
-	spanTextKeys    = setOf("run_id", "graph_id", "graph_hash", "task_id", "node", "lifecycle_ref")
-	spanIntegerKeys = setOf("attempt", "step", "checkpoint_seq", "claim_attempt")
+	spanTextKeys = setOf(ports.LabelRunID, ports.LabelGraphID, ports.LabelGraphHash, ports.LabelTaskID,
+		ports.LabelNode, ports.LabelLifecycleRef)
+	spanIntegerKeys = setOf(ports.LabelAttempt, ports.LabelStep, ports.LabelCheckpointSeq, ports.LabelClaimAttempt)
 )
 
 // spanMeasurementKeys is the allow-list of measurements copied onto spans
@@ -199,10 +202,10 @@ func gauge(name, key, description string) metricDef {
 // catalog is the fixed list of facts that feed metrics.
 var catalog = []factDef{
 	{
-		Name: "dispatcher.poll", Span: true,
+		Name: ports.FactDispatcherPoll, Span: true,
 		Meaning: "One dispatcher poll: claim due runs up to the free concurrency.",
 		Metrics: []metricDef{
-			durationOf("dispatcher.poll", keyClaimPolicy, keySource, keyResult),
+			durationOf(ports.FactDispatcherPoll, keyClaimPolicy, keySource, keyResult),
 			{
 				Name: "docket.claims", Kind: counterKind, Unit: "{claim}",
 				Description: "Runs claimed (leases acquired) by dispatcher polls.",
@@ -218,12 +221,12 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name: "dispatcher.claim", Span: true,
+		Name: ports.FactDispatcherClaim, Span: true,
 		Meaning: "The claim call of one dispatcher poll (admission and ClaimDue).",
-		Metrics: []metricDef{durationOf("dispatcher.claim", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactDispatcherClaim, keyResult)},
 	},
 	{
-		Name:    "dispatcher.state",
+		Name:    ports.FactDispatcherState,
 		Meaning: "The dispatcher's capacity after a change.",
 		Metrics: []metricDef{
 			gauge("docket.dispatcher.concurrency", "concurrency", "Vehicles this dispatcher may run at once."),
@@ -232,25 +235,25 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name: "dispatcher.launch", Span: true,
+		Name: ports.FactDispatcherLaunch, Span: true,
 		Meaning: "Starting one vehicle for a lease.",
-		Metrics: []metricDef{durationOf("dispatcher.launch", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactDispatcherLaunch, keyResult)},
 	},
 	{
-		Name: "dispatcher.shutdown", Span: true,
+		Name: ports.FactDispatcherShutdown, Span: true,
 		Meaning: "A dispatcher's graceful drain on shutdown.",
-		Metrics: []metricDef{durationOf("dispatcher.shutdown", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactDispatcherShutdown, keyResult)},
 	},
 	{
-		Name:    "notification",
+		Name:    ports.FactNotification,
 		Meaning: "One wake notification received by a listener.",
 		Metrics: []metricDef{factCounter("docket.notifications", "{notification}", "Wake notifications, received (ours) or ignored.", keyResult)},
 	},
 	{
-		Name: "run_store.claim", Span: true,
+		Name: ports.FactRunStoreClaim, Span: true,
 		Meaning: "One ClaimDue call on the run store.",
 		Metrics: []metricDef{
-			durationOf("run_store.claim", keyPreference, keyFallback, keyResult),
+			durationOf(ports.FactRunStoreClaim, keyPreference, keyFallback, keyResult),
 			{
 				Name: "docket.claim.steals", Kind: counterKind, Unit: "{claim}",
 				Description: "Claims taken over from a holder whose claim passed the orphan TTL.",
@@ -261,63 +264,63 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name: "run_store.commit", Span: true,
+		Name: ports.FactRunStoreCommit, Span: true,
 		Meaning: "One fenced commit of a moment by a vehicle.",
-		Metrics: []metricDef{durationOf("run_store.commit", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactRunStoreCommit, keyResult)},
 	},
 	{
-		Name: "claim_policy.admission", Span: true,
+		Name: ports.FactClaimPolicyAdmission, Span: true,
 		Meaning: "The admission phase of one claim.",
-		Metrics: []metricDef{durationOf("claim_policy.admission", keyImplementation, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactClaimPolicyAdmission, keyImplementation, keyResult)},
 	},
 	{
-		Name:    "claim.attempt",
+		Name:    ports.FactClaimAttempt,
 		Meaning: "One lease acquired: first claim or a reacquisition.",
 		Metrics: []metricDef{factCounter("docket.claim.attempts", "{claim}", "Claim attempts per lease: acquired (attempt 1) or reacquired.", keyResult)},
 	},
 	{
-		Name:    "claim.poisoned",
+		Name:    ports.FactClaimPoisoned,
 		Meaning: "A run poisoned (claim attempts or abandons exhausted).",
 		Metrics: []metricDef{factCounter("docket.poisoned", "{run}", "Runs poisoned, by reason.", keyReason)},
 	},
 	{
-		Name:    "admission.release",
+		Name:    ports.FactAdmissionRelease,
 		Meaning: "A tenant admission released.",
 		Metrics: []metricDef{factCounter("docket.admission.releases", "{release}", "Admissions released, by reason.", keyReason)},
 	},
 	{
-		Name: "claim.operation", Span: true,
+		Name: ports.FactClaimOperation, Span: true,
 		Meaning: "A claim operation: refresh, release, abandon or poison recovery.",
-		Metrics: []metricDef{durationOf("claim.operation", keyOperation, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactClaimOperation, keyOperation, keyResult)},
 	},
 	{
-		Name:    "claim.fence_lost",
+		Name:    ports.FactFenceLost,
 		Meaning: "A vehicle lost its fence: another writer moved the run first.",
 		Metrics: []metricDef{factCounter("docket.fence_losses", "{fence_loss}", "Fence losses, by stage (pre_fetch or commit).", keyStage, keyResult)},
 	},
 	{
-		Name: "graph_cache.fetch", Span: true,
+		Name: ports.FactGraphCacheFetch, Span: true,
 		Meaning: "One graph cache lookup.",
 		Metrics: []metricDef{
-			durationOf("graph_cache.fetch", keyResult),
+			durationOf(ports.FactGraphCacheFetch, keyResult),
 			factCounter("docket.graph_cache.lookups", "{lookup}", "Graph cache lookups, by result (hit, miss, incompatible, generation_invalidated).", keyResult),
 		},
 	},
 	{
-		Name: "graph.fetch", Span: true,
+		Name: ports.FactGraphFetch, Span: true,
 		Meaning: "Fetching a stored graph version.",
-		Metrics: []metricDef{durationOf("graph.fetch", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactGraphFetch, keyResult)},
 	},
 	{
-		Name: "graph.compile", Span: true,
+		Name: ports.FactGraphCompile, Span: true,
 		Meaning: "Compiling a stored graph version.",
-		Metrics: []metricDef{durationOf("graph.compile", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactGraphCompile, keyResult)},
 	},
 	{
-		Name: "run_codec", Span: true,
+		Name: ports.FactRunCodec, Span: true,
 		Meaning: "Encoding or decoding a run's private storage format.",
 		Metrics: []metricDef{
-			durationOf("run_codec", keyOperation, keyResult),
+			durationOf(ports.FactRunCodec, keyOperation, keyResult),
 			{
 				Name: "docket.run_codec.size", Kind: histogramKind, Unit: unitBytes,
 				Description: "Encoded run size.",
@@ -326,37 +329,37 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name: "store", Span: true,
+		Name: ports.FactStore, Span: true,
 		Meaning: "One storage statement of an adapter.",
-		Metrics: []metricDef{durationOf("store", keyOperation, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactStore, keyOperation, keyResult)},
 	},
 	{
-		Name: "store.operation", Span: true,
+		Name: ports.FactStoreOperation, Span: true,
 		Meaning: "One transition-level storage operation.",
-		Metrics: []metricDef{durationOf("store.operation", keyOperation, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactStoreOperation, keyOperation, keyResult)},
 	},
 	{
-		Name: "lifecycle.transition", Span: true,
+		Name: ports.FactLifecycleTransition, Span: true,
 		Meaning: "One lifecycle transition: start, moment or signal.",
-		Metrics: []metricDef{durationOf("lifecycle.transition", keyOperation, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactLifecycleTransition, keyOperation, keyResult)},
 	},
 	{
-		Name: "moment", Span: true,
+		Name: ports.FactMoment, Span: true,
 		Meaning: "One moment: plan, execute a superstep, and commit under the fence.",
-		Metrics: []metricDef{durationOf("moment", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactMoment, keyResult)},
 	},
 	{
-		Name: "node.attempt", Span: true,
+		Name: ports.FactNodeAttempt, Span: true,
 		Meaning: "One attempt of one node task.",
-		Metrics: []metricDef{durationOf("node.attempt", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactNodeAttempt, keyResult)},
 	},
 	{
-		Name: "vehicle", Span: true,
+		Name: ports.FactVehicle, Span: true,
 		Meaning: "One vehicle's life: fetch, graph, moment loop, hand-back.",
-		Metrics: []metricDef{durationOf("vehicle", keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactVehicle, keyResult)},
 	},
 	{
-		Name: "vehicle.drain", Span: true,
+		Name: ports.FactVehicleDrain, Span: true,
 		Meaning: "One drain of a claimed run until it parks or stops.",
 		Metrics: []metricDef{
 			{
@@ -380,20 +383,20 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name:    "vehicle.discard",
+		Name:    ports.FactVehicleDiscard,
 		Meaning: "A vehicle dropped a proposal (commit or read failed for a reason other than the fence).",
 		Metrics: []metricDef{factCounter("docket.vehicle.discards", "{proposal}", "Proposals discarded by vehicles, by stage and reason.", keyStage, keyResult)},
 	},
 	{
-		Name:    "vehicle.crash",
+		Name:    ports.FactVehicleCrash,
 		Meaning: "A vehicle panicked or broke an invariant; its claim is left to expire.",
 		Metrics: []metricDef{factCounter("docket.vehicle.crashes", "{vehicle}", "Vehicle crashes.", keyResult)},
 	},
 	{
-		Name: "pruner.pass", Span: true,
+		Name: ports.FactPrunerPass, Span: true,
 		Meaning: "One pruner pass.",
 		Metrics: []metricDef{
-			durationOf("pruner.pass", keyResult),
+			durationOf(ports.FactPrunerPass, keyResult),
 			prunedCounter("events_deleted", "events"),
 			prunedCounter("runs_deleted", "runs"),
 			prunedCounter("cascade_events_deleted", "cascade_events"),
@@ -401,12 +404,12 @@ var catalog = []factDef{
 		},
 	},
 	{
-		Name: "checkpoint.observer", Span: true,
+		Name: ports.FactObserver, Span: true,
 		Meaning: "One checkpoint observer call after a commit.",
-		Metrics: []metricDef{durationOf("checkpoint.observer", keyCheckpointType, keyResult)},
+		Metrics: []metricDef{durationOf(ports.FactObserver, keyCheckpointType, keyResult)},
 	},
 	{
-		Name:    "checkpoint.observer.failure",
+		Name:    ports.FactObserverFailure,
 		Meaning: "A checkpoint observer failed or panicked (the commit stands).",
 		Metrics: []metricDef{factCounter("docket.checkpoint.observer.failures", "{call}", "Checkpoint observer failures.", keyCheckpointType, keyResult)},
 	},
@@ -414,7 +417,7 @@ var catalog = []factDef{
 
 // aliases map other spellings a caller may use to a catalog name.
 var aliases = map[string]string{
-	"node.execution": "node.attempt",
+	"node.execution": ports.FactNodeAttempt,
 }
 
 // Committed facts feed two instruments of their own (Telemetry.Committed).

@@ -270,8 +270,8 @@ func (t *Telemetry) Emit(ctx context.Context, name string, m ports.Measurements,
 }
 
 // Committed counts a committed transition by checkpoint type and
-// disposition, records a retry's delay, and adds a "docket.committed"
-// event to the span in ctx.
+// disposition, records a retry's delay, and adds a
+// "docket.lifecycle.committed" event to the span in ctx.
 func (t *Telemetry) Committed(ctx context.Context, f ports.CommittedFact) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -292,6 +292,6 @@ func (t *Telemetry) Committed(ctx context.Context, f ports.CommittedFact) {
 		if retry {
 			attrs = append(attrs, attribute.Float64(attributePrefix+"retry_delay_ms", float64(f.RetryDelay)/float64(time.Millisecond)))
 		}
-		s.AddEvent(canonicalPrefix+"committed", trace.WithAttributes(attrs...))
+		s.AddEvent(canonicalPrefix+ports.FactLifecycleCommitted, trace.WithAttributes(attrs...))
 	}
 }

@@ -176,7 +176,7 @@ func TestEmitAndCommittedAddEventsToTheCurrentSpan(t *testing.T) {
 		attribute.String("docket.result", "stale_fence"),
 		attribute.Int64("docket.count", 1),
 	}, events[0].Attributes)
-	assert.Equal(t, "docket.committed", events[1].Name)
+	assert.Equal(t, "docket.lifecycle.committed", events[1].Name)
 	assert.ElementsMatch(t, []attribute.KeyValue{
 		attribute.String("docket.checkpoint_type", "step_committed"),
 		attribute.String("docket.disposition", "continue"),

@@ -34,11 +34,10 @@ const (
 	SourceCoalesced    = "coalesced"
 )
 
-// Telemetry fact names.
+// Results of the claim.attempt fact (bounded labels).
 const (
-	FactPoll     = "docket.dispatcher.poll"
-	FactState    = "docket.dispatcher.state"
-	FactShutdown = "docket.dispatcher.shutdown"
+	ResultAcquired   = "acquired"
+	ResultReacquired = "reacquired"
 )
 
 // ErrStopped is returned by Start on a dispatcher that was already
@@ -67,9 +66,12 @@ type Config struct {
 	OnPoisoned func(ctx context.Context, poisoned []ports.PoisonOutcome)
 	// Drive runs one lease to completion (the vehicle); it is called in its
 	// own goroutine. ctx ends when Stop gives up waiting.
-	Drive     func(ctx context.Context, lease ports.Lease) // required
-	Telemetry ports.Telemetry                              // nil: ports.NopTelemetry
-	Logger    *slog.Logger                                 // nil: slog.Default()
+	Drive func(ctx context.Context, lease ports.Lease) // required
+	// ClaimPolicy is the store's claim policy as a bounded telemetry label
+	// (for example "legacy"); empty leaves the label off.
+	ClaimPolicy string
+	Telemetry   ports.Telemetry // nil: ports.NopTelemetry
+	Logger      *slog.Logger    // nil: slog.Default()
 }
 
 // Dispatcher is one instance's claim loop.
@@ -94,12 +96,14 @@ type Dispatcher struct {
 	side    sync.WaitGroup
 }
 
+// pollResult is one finished claim. The poll span stays open until the
+// loop has handled the batch, so the launches are its children.
 type pollResult struct {
-	batch   *ports.ClaimBatch
-	err     error
-	source  string
-	demand  int
-	elapsed time.Duration
+	ctx    context.Context // the poll span's
+	span   ports.Span
+	batch  *ports.ClaimBatch
+	err    error
+	demand int
 }
 
 type stopRequest struct {
@@ -213,9 +217,18 @@ func (d *Dispatcher) loop() {
 		polling       bool
 		pending       bool
 		pendingSource string
+		reported      = capacity{inFlight: -1}
 	)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+
+	// report emits dispatcher.state whenever the capacity changed.
+	report := func() {
+		if now := (capacity{inFlight, polling, pending}); now != reported {
+			reported = now
+			d.reportState(now)
+		}
+	}
 
 	arm := func() { timer.Reset(d.nextDelay()) }
 	startPoll := func(source string) {
@@ -239,6 +252,7 @@ func (d *Dispatcher) loop() {
 	}
 
 	startPoll(SourceInitial)
+	report()
 	for {
 		select {
 		case <-d.wake:
@@ -253,8 +267,9 @@ func (d *Dispatcher) loop() {
 		case res := <-d.pollDone:
 			polling = false
 			launched, poisoned := d.handle(res, inFlight, false)
+			d.poisoned(poisoned)
 			inFlight += launched
-			if poisoned && inFlight < d.cfg.Concurrency && !pending {
+			if len(poisoned) > 0 && inFlight < d.cfg.Concurrency && !pending {
 				pending, pendingSource = true, SourceCoalesced
 			}
 			if pending {
@@ -268,17 +283,44 @@ func (d *Dispatcher) loop() {
 			req.reply <- d.shutdown(req.ctx, polling, inFlight)
 			return
 		}
+		report()
 	}
 }
 
+// capacity is what the dispatcher.state fact reports.
+type capacity struct {
+	inFlight         int
+	polling, pending bool
+}
+
+func (d *Dispatcher) reportState(c capacity) {
+	d.cfg.Telemetry.Emit(d.pollCtx, ports.FactDispatcherState, ports.Measurements{
+		"concurrency":  float64(d.cfg.Concurrency),
+		"demand":       float64(max(d.cfg.Concurrency-c.inFlight, 0)),
+		"in_flight":    float64(c.inFlight),
+		"poll_active":  flag(c.polling),
+		"poll_pending": flag(c.pending),
+	})
+}
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // poll runs one admission in its own goroutine so the loop stays
-// responsive.
+// responsive. The dispatcher.poll span covers the claim and the handling
+// of its batch; dispatcher.claim covers the admission and ClaimDue.
 func (d *Dispatcher) poll(source string, demand int) {
+	ctx, span := d.cfg.Telemetry.StartSpan(d.pollCtx, ports.FactDispatcherPoll,
+		ports.Label{Key: ports.LabelClaimPolicy, Value: d.cfg.ClaimPolicy},
+		ports.Label{Key: ports.LabelSource, Value: source})
 	go func() {
-		started := time.Now()
-		ctx, span := d.cfg.Telemetry.StartSpan(d.pollCtx, "dispatcher.claim")
+		cctx, claimSpan := d.cfg.Telemetry.StartSpan(ctx, ports.FactDispatcherClaim)
 		batch, err := claim.Admit(d.cfg.Phase, demand, func(pref claim.Preference) (*ports.ClaimBatch, error) {
-			return d.cfg.Runs.ClaimDue(ctx, claim.Request{
+			return d.cfg.Runs.ClaimDue(cctx, claim.Request{
 				Now:              d.cfg.Clock.Now(),
 				Limit:            demand,
 				OrphanTTL:        d.cfg.OrphanTTL,
@@ -286,59 +328,82 @@ func (d *Dispatcher) poll(source string, demand int) {
 				Preference:       pref,
 			})
 		})
-		result := ports.ResultOK
-		if err != nil {
-			result = ports.ResultError
-		}
-		span.End(result, nil)
-		d.pollDone <- pollResult{batch: batch, err: err, source: source, demand: demand, elapsed: time.Since(started)}
+		claimSpan.End(resultOf(err), nil)
+		d.pollDone <- pollResult{ctx: ctx, span: span, batch: batch, err: err, demand: demand}
 	}()
 }
 
 // handle launches the leases of one poll (or releases them when
-// draining) and reports how many vehicles started and whether admission
-// poisoned anything.
-func (d *Dispatcher) handle(res pollResult, inFlight int, draining bool) (launched int, poisoned bool) {
-	leases, poisonedN, ready, expired := 0, 0, 0, 0
-	result := ports.ResultOK
+// draining), ends the poll span, and reports how many vehicles started
+// and which runs admission poisoned.
+func (d *Dispatcher) handle(res pollResult, inFlight int, draining bool) (launched int, poisoned []ports.PoisonOutcome) {
+	var leases, ready, expired int
 	defer func() {
-		d.cfg.Telemetry.Emit(context.Background(), FactPoll, ports.Measurements{
-			"duration_ms":        float64(res.elapsed) / float64(time.Millisecond),
+		res.span.End(resultOf(res.err), ports.Measurements{
 			"demand":             float64(res.demand),
 			"concurrency":        float64(d.cfg.Concurrency),
 			"in_flight":          float64(inFlight),
 			"leases":             float64(leases),
-			"poisoned":           float64(poisonedN),
+			"poisoned":           float64(len(poisoned)),
 			"ready_candidates":   float64(ready),
 			"expired_candidates": float64(expired),
-		}, ports.Label{Key: "result", Value: result}, ports.Label{Key: "source", Value: res.source})
-		d.cfg.Telemetry.Emit(context.Background(), FactState, ports.Measurements{
-			"concurrency": float64(d.cfg.Concurrency),
-			"demand":      float64(max(d.cfg.Concurrency-inFlight-launched, 0)),
-			"in_flight":   float64(inFlight + launched),
 		})
 	}()
 	if res.err != nil {
-		result = ports.ResultError
 		if !errors.Is(res.err, context.Canceled) {
 			d.cfg.Logger.Warn("docket claim poll failed; retrying on the next poll", slog.String("error", res.err.Error()))
 		}
-		return 0, false
+		return 0, nil
 	}
-	leases, poisonedN = len(res.batch.Leases), len(res.batch.Poisoned)
+	leases, poisoned = len(res.batch.Leases), res.batch.Poisoned
 	ready, expired = res.batch.ReadyCandidates, res.batch.ExpiredCandidates
-	if poisonedN > 0 {
-		d.poisoned(res.batch.Poisoned)
-	}
+	ReportClaims(res.ctx, d.cfg.Telemetry, res.batch)
 	for _, lease := range res.batch.Leases {
 		if draining || inFlight+launched >= d.cfg.Concurrency {
 			d.release(lease)
 			continue
 		}
 		launched++
-		go d.run(lease)
+		d.launch(res.ctx, lease)
 	}
-	return launched, poisonedN > 0
+	return launched, poisoned
+}
+
+// ReportClaims reports the per-run facts of one claim batch: claim.attempt
+// for every lease (acquired on a run's first claim, reacquired after) and
+// claim.poisoned for every run admission poisoned. Every caller of
+// RunStore.ClaimDue in the runtime reports its batches through it, so
+// each fact has exactly one source.
+func ReportClaims(ctx context.Context, t ports.Telemetry, batch *ports.ClaimBatch) {
+	if batch == nil {
+		return
+	}
+	for _, lease := range batch.Leases {
+		result := ResultReacquired
+		if lease.Attempt <= 1 {
+			result = ResultAcquired
+		}
+		t.Emit(ctx, ports.FactClaimAttempt, ports.Measurements{"count": 1, "claim_attempts": float64(lease.Attempt)},
+			ports.Label{Key: ports.LabelResult, Value: result})
+	}
+	for _, p := range batch.Poisoned {
+		t.Emit(ctx, ports.FactClaimPoisoned, ports.Measurements{"count": 1},
+			ports.Label{Key: ports.LabelReason, Value: ports.PoisonReasonLabel(p.PoisonReason)})
+	}
+}
+
+// launch starts the vehicle of one lease.
+func (d *Dispatcher) launch(ctx context.Context, lease ports.Lease) {
+	_, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactDispatcherLaunch)
+	go d.run(lease)
+	span.End(ports.ResultOK, nil)
+}
+
+func resultOf(err error) string {
+	if err != nil {
+		return ports.ResultError
+	}
+	return ports.ResultOK
 }
 
 // run drives one lease and reports its exit. A panic that escapes the
@@ -363,41 +428,60 @@ func (d *Dispatcher) release(lease ports.Lease) {
 	}
 }
 
+// poisoned logs runs admission poisoned and tells OnPoisoned in a side
+// goroutine that shutdown waits for.
 func (d *Dispatcher) poisoned(outcomes []ports.PoisonOutcome) {
+	if len(outcomes) == 0 {
+		return
+	}
+	list := d.logPoisoned(outcomes)
+	if d.cfg.OnPoisoned != nil {
+		d.side.Go(func() { d.callOnPoisoned(list) })
+	}
+}
+
+func (d *Dispatcher) logPoisoned(outcomes []ports.PoisonOutcome) []ports.PoisonOutcome {
 	for _, p := range outcomes {
 		d.cfg.Logger.Warn("docket run poisoned by admission",
 			slog.String("run_id", p.RunID), slog.String("reason", p.PoisonReason))
 	}
-	if d.cfg.OnPoisoned == nil {
+	return append([]ports.PoisonOutcome(nil), outcomes...)
+}
+
+func (d *Dispatcher) callOnPoisoned(list []ports.PoisonOutcome) {
+	if d.cfg.OnPoisoned == nil || len(list) == 0 {
 		return
 	}
-	list := append([]ports.PoisonOutcome(nil), outcomes...)
-	d.side.Go(func() {
-		defer func() {
-			if p := recover(); p != nil {
-				d.cfg.Logger.Warn("docket on_poisoned callback panicked", slog.String("panic", fmt.Sprint(p)))
-			}
-		}()
-		d.cfg.OnPoisoned(context.Background(), list)
-	})
+	defer func() {
+		if p := recover(); p != nil {
+			d.cfg.Logger.Warn("docket on_poisoned callback panicked", slog.String("panic", fmt.Sprint(p)))
+		}
+	}()
+	d.cfg.OnPoisoned(context.Background(), list)
 }
 
 // shutdown implements Stop inside the loop goroutine.
-func (d *Dispatcher) shutdown(ctx context.Context, polling bool, inFlight int) error {
+func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight int) error {
 	started := time.Now()
 	if d.cancelListen != nil {
 		d.cancelListen()
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.DrainTimeout)
+	ctx, cancel := context.WithTimeout(callerCtx, d.cfg.DrainTimeout)
 	defer cancel()
 
 	if polling {
 		select {
 		case res := <-d.pollDone:
-			launched, _ := d.handle(res, inFlight, true)
-			inFlight += launched
+			_, poisoned := d.handle(res, inFlight, true)
+			d.poisoned(poisoned)
 		case <-ctx.Done():
 			d.cancelPoll()
+			// The cancelled claim returns soon: release what it got and end
+			// its span without holding up the shutdown.
+			go func() {
+				_, poisoned := d.handle(<-d.pollDone, inFlight, true)
+				d.callOnPoisoned(d.logPoisoned(poisoned))
+			}()
 		}
 	}
 	d.cancelPoll()
@@ -416,10 +500,10 @@ func (d *Dispatcher) shutdown(ctx context.Context, polling bool, inFlight int) e
 	if remaining > 0 {
 		result = "timeout"
 	}
-	d.cfg.Telemetry.Emit(context.Background(), FactShutdown, ports.Measurements{
+	d.cfg.Telemetry.Emit(callerCtx, ports.FactDispatcherShutdown, ports.Measurements{
 		"duration_ms":        float64(time.Since(started)) / float64(time.Millisecond),
 		"vehicles_remaining": float64(remaining),
-	}, ports.Label{Key: "result", Value: result})
+	}, ports.Label{Key: ports.LabelResult, Value: result})
 	d.side.Wait()
 	if remaining > 0 {
 		return fmt.Errorf("dispatch: %d vehicle(s) still running at the drain deadline: %w", remaining, context.DeadlineExceeded)

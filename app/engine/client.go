@@ -162,16 +162,18 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	if err != nil {
 		return nil, ruleError("start run", err)
 	}
-	tctx, span := c.e.cfg.Telemetry.StartSpan(ctx, "lifecycle.transition", ports.Label{Key: "operation", Value: "start"})
+	tctx, span := c.e.cfg.Telemetry.StartSpan(ctx, ports.FactLifecycleTransition,
+		ports.Label{Key: ports.LabelOperation, Value: operationStart})
 	stored, err := c.e.backend.InsertRun(tctx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
-	span.End(resultOf(err), nil)
-	if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
-		return c.sameStart(ctx, owner, runID, m, err)
-	}
 	if err != nil {
+		span.End(resultOf(err), nil)
+		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
+			return c.sameStart(ctx, owner, runID, m, err)
+		}
 		return nil, err
 	}
-	c.e.afterCommit(ctx, owner, m)
+	c.e.afterCommit(tctx, owner, m)
+	span.End(ports.ResultOK, nil)
 	return stored, nil
 }
 
@@ -245,6 +247,34 @@ func (c *Client) ListRuns(ctx context.Context, p ports.ListRunsParams) (*ports.R
 		p.Limit = ports.DefaultRunPageLimit
 	}
 	return c.e.backend.ListRuns(ctx, owner, p)
+}
+
+// RunFilters narrows FetchLatestRun; an empty field matches any run.
+type RunFilters struct {
+	GraphID   string
+	GraphHash string
+	// Statuses, when non-empty, must hold known durable statuses.
+	Statuses []run.Status
+}
+
+// FetchLatestRun returns the summary of the newest run (by start time,
+// then run id) matching f: the first row ListRuns would return. It is
+// ErrNotFound when no run matches.
+func (c *Client) FetchLatestRun(ctx context.Context, f RunFilters) (*ports.RunSummary, error) {
+	page, err := c.ListRuns(ctx, ports.ListRunsParams{
+		Limit:     1,
+		GraphID:   f.GraphID,
+		GraphHash: f.GraphHash,
+		Statuses:  f.Statuses,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Runs) == 0 {
+		return nil, fmt.Errorf("%w: no run matches the filters", ErrNotFound)
+	}
+	latest := page.Runs[0]
+	return &latest, nil
 }
 
 // ListEvents pages a run's retained events in seq order. A zero Limit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/docketgo/docket/app/dispatch"
 	"github.com/docketgo/docket/app/vehicle"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
@@ -52,6 +53,7 @@ func (e *Engine) DrainRuns(ctx context.Context, maxRuns int) (DrainSummary, erro
 		if err != nil {
 			return sum, err
 		}
+		dispatch.ReportClaims(ctx, e.cfg.Telemetry, batch)
 		sum.Poisoned = append(sum.Poisoned, batch.Poisoned...)
 		if len(batch.Leases) == 0 {
 			if len(batch.Poisoned) == 0 {

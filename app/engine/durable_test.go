@@ -254,9 +254,9 @@ func TestCancellationWhileAVehicleIsMidStepWinsTheFence(t *testing.T) {
 		require.Equal(t, run.StatusCancelled, cancelled.Status)
 
 		k.releaseGate()
-		lost := tel.waitFact(t, "docket.vehicle.drain", map[string]string{"outcome": "fence_lost"})
+		lost := tel.waitFact(t, ports.FactVehicleDrain, map[string]string{"outcome": "fence_lost"})
 		assert.Zero(t, lost.m["committed_moments"], "the vehicle committed nothing")
-		assert.NotEmpty(t, tel.matching("docket.claim.fence_lost", map[string]string{"stage": "commit"}))
+		assert.NotEmpty(t, tel.matching(ports.FactFenceLost, map[string]string{"stage": "commit"}))
 
 		final, err := e.FetchRun(ctx, r.ID)
 		require.NoError(t, err)
@@ -394,7 +394,7 @@ func TestDrainBudgetYieldsAndTheRunStillCompletes(t *testing.T) {
 			}
 		}
 		assert.Positive(t, yields, "a long run yields its claim at the budget")
-		for _, f := range tel.matching("docket.vehicle.drain", map[string]string{"outcome": "parked"}) {
+		for _, f := range tel.matching(ports.FactVehicleDrain, map[string]string{"outcome": "parked"}) {
 			assert.LessOrEqual(t, f.m["committed_moments"], 3.0, "no drive commits more than the budget")
 		}
 	})
@@ -430,6 +430,6 @@ func TestObserversSeeCommitsAndTheirFailuresChangeNothing(t *testing.T) {
 		types = append(types, c.ctype)
 	}
 	assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted, run.CheckpointRunCompleted}, types)
-	tel.waitFact(t, "docket.checkpoint.observer.failure", map[string]string{"result": "exception"})
-	tel.waitFact(t, "docket.checkpoint.observer.failure", map[string]string{"result": "callback_error"})
+	tel.waitFact(t, ports.FactObserverFailure, map[string]string{"result": "exception"})
+	tel.waitFact(t, ports.FactObserverFailure, map[string]string{"result": "callback_error"})
 }

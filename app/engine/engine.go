@@ -186,6 +186,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		Jitter:           dc.Jitter,
 		OnPoisoned:       dc.OnPoisoned,
 		Drive:            func(ctx context.Context, lease ports.Lease) { e.driver.Drive(ctx, lease) },
+		ClaimPolicy:      claimPolicyLabel(e.backend.Capabilities()),
 		Telemetry:        e.cfg.Telemetry,
 		Logger:           e.cfg.Logger,
 	})
@@ -245,8 +246,23 @@ func (e *Engine) Stop(ctx context.Context) error {
 	return err
 }
 
+// Claim policy labels of the dispatcher's telemetry. A backend says only
+// whether its policy is tenant-fair, which is what tells the two apart.
+const (
+	claimPolicyLegacy     = "legacy"
+	claimPolicyTenantFair = "tenant_fair"
+)
+
+func claimPolicyLabel(c ports.Capabilities) string {
+	if c.TenantFair {
+		return claimPolicyTenantFair
+	}
+	return claimPolicyLegacy
+}
+
 // afterCommit is the best-effort work after every commit this engine
-// makes: telemetry, observers, and waking local AwaitRun callers.
+// makes: telemetry, observers, and waking local AwaitRun callers. ctx
+// should carry the transition's span, so the committed fact lands on it.
 func (e *Engine) afterCommit(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
 	e.deliver.Committed(ctx, owner, m)
 	e.commits.notify()

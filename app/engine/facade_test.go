@@ -194,6 +194,67 @@ func idempotentStarts(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, engine.ErrConflict, "an explicit run id is not an idempotency key")
 }
 
+func TestFetchLatestRunReturnsTheNewestMatchingRun(t *testing.T) {
+	t.Parallel()
+	onBackends(t, fetchLatestRun)
+}
+
+func fetchLatestRun(t *testing.T, h *harness) {
+	ctx := context.Background()
+	e := manual(t, h, newKit(), func(c *engine.Config) { c.TenantMode = engine.TenantRequired })
+	acme := e.Tenant("acme")
+	_, err := acme.FetchLatestRun(ctx, engine.RunFilters{})
+	assert.ErrorIs(t, err, engine.ErrNotFound, "no runs yet")
+
+	linear, err := acme.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	review, err := acme.SaveGraph(ctx, build(t, interruptReview()))
+	require.NoError(t, err)
+	start := func(ref engine.GraphRef, input map[string]any) *run.Run {
+		t.Helper()
+		r, err := acme.StartRun(ctx, ref, input)
+		require.NoError(t, err)
+		h.clock.Advance(time.Second) // distinct start times
+		return r
+	}
+	start(linear, map[string]any{"value": "a"}) // older than newLinear, same version
+	waiting := start(review, nil)
+	newLinear := start(linear, map[string]any{"value": "b"})
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name    string
+		filters engine.RunFilters
+		want    *run.Run
+		status  run.Status
+	}{
+		{"no filters: the newest run", engine.RunFilters{}, newLinear, run.StatusDone},
+		{"by graph", engine.RunFilters{GraphID: review.GraphID}, waiting, run.StatusWaiting},
+		{"by graph version", engine.RunFilters{GraphID: linear.GraphID, GraphHash: linear.Hash}, newLinear, run.StatusDone},
+		{"by status", engine.RunFilters{Statuses: []run.Status{run.StatusWaiting}}, waiting, run.StatusWaiting},
+		{"by several statuses", engine.RunFilters{Statuses: []run.Status{run.StatusWaiting, run.StatusDone}}, newLinear, run.StatusDone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := acme.FetchLatestRun(ctx, tt.filters)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want.ID, got.RunID)
+			assert.Equal(t, tt.status, got.Status)
+			assert.Equal(t, ports.Tenant("acme"), got.Owner)
+		})
+	}
+
+	_, err = acme.FetchLatestRun(ctx, engine.RunFilters{GraphID: linear.GraphID, Statuses: []run.Status{run.StatusWaiting}})
+	assert.ErrorIs(t, err, engine.ErrNotFound, "nothing matches every filter")
+	_, err = e.Tenant("other").FetchLatestRun(ctx, engine.RunFilters{})
+	assert.ErrorIs(t, err, engine.ErrNotFound, "another tenant's runs are invisible")
+	_, err = acme.FetchLatestRun(ctx, engine.RunFilters{Statuses: []run.Status{"created"}})
+	assert.ErrorIs(t, err, ports.ErrInvalidArgument, "an unknown status is rejected")
+	_, err = e.FetchLatestRun(ctx, engine.RunFilters{})
+	assert.ErrorIs(t, err, engine.ErrInvalidTenant)
+}
+
 func TestManualDrainRunsDrivesDueRunsSynchronously(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -311,7 +372,7 @@ func TestStoredGraphsThatDoNotCompileAreAbandonedThenPoisoned(t *testing.T) {
 	require.NoError(t, worker.Start(ctx))
 	t.Cleanup(func() { _ = worker.Stop(ctx) })
 
-	abandoned := tel.waitFact(t, "docket.vehicle.drain", map[string]string{"outcome": "abandoned"})
+	abandoned := tel.waitFact(t, ports.FactVehicleDrain, map[string]string{"outcome": "abandoned"})
 	assert.Zero(t, abandoned.m["committed_moments"])
 	info, err := worker.InspectRun(ctx, r.ID)
 	require.NoError(t, err)

@@ -66,7 +66,8 @@ func (c *Client) RetryPoisonedRun(ctx context.Context, runID string) (*run.Run, 
 // so an in-flight vehicle loses its fence. A lost sequence race is
 // re-evaluated up to SignalStaleRetries times.
 func (e *Engine) signal(ctx context.Context, owner ports.OwnerScope, runID, op string, mutate func(*run.Run) (*run.Moment, error)) (*run.Run, error) {
-	ctx, span := e.cfg.Telemetry.StartSpan(ctx, "lifecycle.transition", ports.Label{Key: "operation", Value: "signal"})
+	ctx, span := e.cfg.Telemetry.StartSpan(ctx, ports.FactLifecycleTransition,
+		ports.Label{Key: ports.LabelOperation, Value: operationSignal})
 	for attempt := 0; ; attempt++ {
 		var proposed *run.Moment
 		stored, err := e.backend.MutateRun(ctx, owner, runID, func(current *run.Run) (*run.Moment, error) {
@@ -77,16 +78,24 @@ func (e *Engine) signal(ctx context.Context, owner ports.OwnerScope, runID, op s
 		if errors.Is(err, ports.ErrStaleFence) && attempt < SignalStaleRetries {
 			continue
 		}
-		span.End(resultOf(err), nil)
 		if err != nil {
+			span.End(resultOf(err), nil)
 			return nil, ruleError(op, err)
 		}
 		if proposed != nil {
 			e.afterCommit(ctx, owner, proposed)
 		}
+		span.End(ports.ResultOK, nil)
 		return stored, nil
 	}
 }
+
+// Operations of the lifecycle.transition span (moments have their own
+// span, reported by the vehicle).
+const (
+	operationStart  = "start"
+	operationSignal = "signal"
+)
 
 func (e *Engine) env() superstep.Env {
 	return superstep.Env{Now: e.now(), NewInterruptID: func() string { return e.newID("interrupt_") }}

@@ -45,9 +45,8 @@ type Func func(ctx context.Context, c Commit) error
 // ObserveCheckpoint calls f.
 func (f Func) ObserveCheckpoint(ctx context.Context, c Commit) error { return f(ctx, c) }
 
-// Telemetry fact names and results emitted by a Deliverer.
+// Results of the checkpoint.observer span and failure fact.
 const (
-	FactObserverFailure = "docket.checkpoint.observer.failure"
 	ResultCallbackError = "callback_error"
 	ResultPanic         = "exception"
 )
@@ -107,17 +106,17 @@ func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	ctx, span := d.telemetry().StartSpan(ctx, "checkpoint.observer",
-		ports.Label{Key: "checkpoint_type", Value: string(c.Checkpoint.Type)})
+	ctx, span := d.telemetry().StartSpan(ctx, ports.FactObserver,
+		ports.Label{Key: ports.LabelCheckpointType, Value: string(c.Checkpoint.Type)})
 	result, err := call(ctx, o, c)
 	if err == nil {
 		span.End(ports.ResultOK, nil)
 		return
 	}
 	span.End(result, nil)
-	d.telemetry().Emit(ctx, FactObserverFailure, ports.Measurements{"count": 1},
-		ports.Label{Key: "checkpoint_type", Value: string(c.Checkpoint.Type)},
-		ports.Label{Key: "result", Value: result})
+	d.telemetry().Emit(ctx, ports.FactObserverFailure, ports.Measurements{"count": 1},
+		ports.Label{Key: ports.LabelCheckpointType, Value: string(c.Checkpoint.Type)},
+		ports.Label{Key: ports.LabelResult, Value: result})
 	// Identities are fine in a log line at warn level; payloads and state
 	// are not, so only the error text is logged.
 	d.logger().Warn("docket checkpoint observer failed after commit",

@@ -106,8 +106,8 @@ func TestObserverFailuresAreReportedNotRaised(t *testing.T) {
 	require.NoError(t, d.Wait(context.Background()))
 	tel.mu.Lock()
 	assert.ElementsMatch(t, []string{
-		observe.FactObserverFailure + ":" + observe.ResultCallbackError,
-		observe.FactObserverFailure + ":" + observe.ResultPanic,
+		ports.FactObserverFailure + ":" + observe.ResultCallbackError,
+		ports.FactObserverFailure + ":" + observe.ResultPanic,
 	}, tel.emitted)
 	tel.mu.Unlock()
 	mu.Lock()

@@ -82,9 +82,6 @@ type Pass struct {
 	Graphs        int
 }
 
-// FactPass is the telemetry fact of one pass.
-const FactPass = "docket.pruner.pass"
-
 // Pruner runs passes. Build it with New.
 type Pruner struct {
 	cfg       Config
@@ -133,13 +130,13 @@ func (p *Pruner) Pass(ctx context.Context) (Pass, error) {
 	if err != nil {
 		result = ports.ResultError
 	}
-	p.telemetry.Emit(ctx, FactPass, ports.Measurements{
+	p.telemetry.Emit(ctx, ports.FactPrunerPass, ports.Measurements{
 		"events_deleted":         float64(out.Events),
 		"runs_deleted":           float64(out.Runs),
 		"cascade_events_deleted": float64(out.CascadeEvents),
 		"graphs_deleted":         float64(out.Graphs),
 		"duration_ms":            float64(time.Since(started)) / float64(time.Millisecond),
-	}, ports.Label{Key: "result", Value: result})
+	}, ports.Label{Key: ports.LabelResult, Value: result})
 	return out, err
 }
 

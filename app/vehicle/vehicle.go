@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/docketgo/docket/app/executor"
@@ -118,18 +119,9 @@ func New(cfg Config) (*Vehicle, error) {
 	}
 	return &Vehicle{
 		cfg:  cfg,
-		exec: &executor.Executor{Nodes: cfg.Nodes, MaxAttemptElapsed: cfg.MaxAttemptElapsed},
+		exec: &executor.Executor{Nodes: traced(cfg.Nodes, cfg.Telemetry), MaxAttemptElapsed: cfg.MaxAttemptElapsed},
 	}, nil
 }
-
-// Telemetry fact names.
-const (
-	FactDrain     = "docket.vehicle.drain"
-	FactCrash     = "docket.vehicle.crash"
-	FactDiscard   = "docket.vehicle.discard"
-	FactFenceLost = "docket.claim.fence_lost"
-	FactCache     = "docket.graph_cache.fetch"
-)
 
 // drive is the state of one Drive call.
 type drive struct {
@@ -144,7 +136,11 @@ type drive struct {
 // Interrupted and Crashed) left to expire.
 func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) (out Outcome) {
 	d := &drive{Vehicle: v, lease: lease, started: time.Now()}
-	ctx, span := v.cfg.Telemetry.StartSpan(ctx, "vehicle")
+	ctx, span := v.cfg.Telemetry.StartSpan(ctx, ports.FactVehicle,
+		ports.Label{Key: ports.LabelRunID, Value: lease.RunID},
+		ports.Label{Key: ports.LabelGraphID, Value: lease.GraphID},
+		ports.Label{Key: ports.LabelGraphHash, Value: lease.GraphHash},
+		ports.Label{Key: ports.LabelClaimAttempt, Value: strconv.Itoa(lease.Attempt)})
 	defer func() {
 		if p := recover(); p != nil {
 			out = Outcome{Kind: Crashed, Committed: d.committed,
@@ -189,57 +185,89 @@ func (d *drive) loop(ctx context.Context, g *graph.Compiled, r *run.Run) Outcome
 		if err := ctx.Err(); err != nil {
 			return d.interrupted(err)
 		}
-		step, err := superstep.Advance(g, r, d.env(floor))
-		if err != nil {
-			return d.crash(fmt.Errorf("plan run %q: %w", r.ID, err))
-		}
-		var m *run.Moment
-		switch step.Kind {
-		case superstep.Execute:
-			results, err := d.exec.Execute(ctx, r.ID, step.Activations)
-			if err != nil {
-				return d.interrupted(err)
-			}
-			// Settle reads the clock again: timestamps and retry deadlines
-			// count from the end of execution.
-			if m, err = superstep.Settle(g, r, step, results, d.env(floor)); err != nil {
-				return d.crash(fmt.Errorf("settle run %q: %w", r.ID, err))
-			}
-		case superstep.Commit:
-			m = step.Moment
-		case superstep.Park:
-			return d.deferUntil(ctx, r, step.ResumeAt)
-		case superstep.Wait:
-			return d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID))
-		case superstep.Terminal:
-			return d.crash(fmt.Errorf("claim invariant: claimed run %q is already terminal", r.ID))
-		default:
-			return d.crash(fmt.Errorf("unknown step kind %d", step.Kind))
-		}
-		floor = time.Time{}
-
-		fired := ""
-		if m.Disposition.Kind == run.DispositionContinue {
-			if fired = d.budgetFired(); fired != "" {
-				if m, err = run.Yield(m, run.ReasonDrainBudget); err != nil {
-					return d.crash(fmt.Errorf("yield run %q: %w", r.ID, err))
-				}
-			}
-		}
-		stored, out, ok := d.commit(ctx, m)
-		if !ok {
+		stored, out, done := d.moment(ctx, g, r, floor)
+		if done {
 			return out
 		}
-		if m.Disposition.Kind != run.DispositionContinue {
-			return Outcome{Kind: Parked, Park: m.Disposition.Kind, Committed: d.committed, Budget: fired}
-		}
+		floor = time.Time{}
 		r = stored
 	}
 }
 
+// moment makes one moment of r: plan, execute, settle, commit. It returns
+// the committed run to continue from, or the drive's outcome when done.
+// Its span carries the step it executes and the checkpoint it proposes.
+func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor time.Time) (stored *run.Run, out Outcome, done bool) {
+	ctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactMoment,
+		ports.Label{Key: ports.LabelRunID, Value: r.ID},
+		ports.Label{Key: ports.LabelStep, Value: strconv.Itoa(r.Step)},
+		ports.Label{Key: ports.LabelCheckpointSeq, Value: strconv.FormatInt(r.CheckpointSeq+1, 10)})
+	defer func() { span.End(momentResult(stored, out), nil) }()
+
+	step, err := superstep.Advance(g, r, d.env(floor))
+	if err != nil {
+		return nil, d.crash(fmt.Errorf("plan run %q: %w", r.ID, err)), true
+	}
+	var m *run.Moment
+	switch step.Kind {
+	case superstep.Execute:
+		results, err := d.exec.Execute(ctx, r.ID, step.Activations)
+		if err != nil {
+			return nil, d.interrupted(err), true
+		}
+		// Settle reads the clock again: timestamps and retry deadlines
+		// count from the end of execution.
+		if m, err = superstep.Settle(g, r, step, results, d.env(floor)); err != nil {
+			return nil, d.crash(fmt.Errorf("settle run %q: %w", r.ID, err)), true
+		}
+	case superstep.Commit:
+		m = step.Moment
+	case superstep.Park:
+		return nil, d.deferUntil(ctx, r, step.ResumeAt), true
+	case superstep.Wait:
+		return nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID)), true
+	case superstep.Terminal:
+		return nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is already terminal", r.ID)), true
+	default:
+		return nil, d.crash(fmt.Errorf("unknown step kind %d", step.Kind)), true
+	}
+
+	fired := ""
+	if m.Disposition.Kind == run.DispositionContinue {
+		if fired = d.budgetFired(); fired != "" {
+			if m, err = run.Yield(m, run.ReasonDrainBudget); err != nil {
+				return nil, d.crash(fmt.Errorf("yield run %q: %w", r.ID, err)), true
+			}
+		}
+	}
+	stored, out, ok := d.commit(ctx, m)
+	if !ok {
+		return nil, out, true
+	}
+	if m.Disposition.Kind != run.DispositionContinue {
+		return stored, Outcome{Kind: Parked, Park: m.Disposition.Kind, Committed: d.committed, Budget: fired}, true
+	}
+	return stored, Outcome{}, false
+}
+
+// momentResult is a moment span's result: ok once its commit succeeded,
+// stale_fence when another writer won, skipped when nothing was due yet
+// or the host stopped first, error otherwise.
+func momentResult(stored *run.Run, out Outcome) string {
+	switch {
+	case stored != nil:
+		return ports.ResultOK
+	case out.Kind == FenceLost:
+		return ports.ResultStaleFence
+	case out.Kind == Deferred, out.Kind == Interrupted:
+		return ports.ResultSkipped
+	}
+	return ports.ResultError
+}
+
 // commit writes m under the lease's fence and runs the after-commit work.
 func (d *drive) commit(ctx context.Context, m *run.Moment) (*run.Run, Outcome, bool) {
-	cctx, span := d.cfg.Telemetry.StartSpan(ctx, "run_store.commit")
+	cctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactRunStoreCommit)
 	stored, err := d.cfg.Runs.Commit(cctx, d.lease.Owner, ports.CommitParams{Moment: m, ClaimToken: d.lease.Token})
 	span.End(resultOf(err), nil)
 	switch {
@@ -296,7 +324,8 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	key := graphcache.Key{Owner: d.lease.Owner, GraphID: d.lease.GraphID, Hash: d.lease.GraphHash}
 	if c := d.cfg.Cache; c != nil {
 		e, result := c.Get(key)
-		d.cfg.Telemetry.Emit(ctx, FactCache, ports.Measurements{"count": 1}, ports.Label{Key: "result", Value: string(result)})
+		d.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1},
+			ports.Label{Key: ports.LabelResult, Value: string(result)})
 		switch result {
 		case graphcache.Hit:
 			return d.checkHost(ctx, e.Compiled)
@@ -305,7 +334,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 		}
 	}
 
-	fctx, span := d.cfg.Telemetry.StartSpan(ctx, "graph.fetch")
+	fctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactGraphFetch, ports.Label{Key: ports.LabelGraphID, Value: d.lease.GraphID})
 	doc, err := d.cfg.Graphs.FetchGraph(fctx, d.lease.Owner, ports.GraphRef{GraphID: d.lease.GraphID, Hash: d.lease.GraphHash})
 	span.End(resultOf(err), nil)
 	switch {
@@ -321,7 +350,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 		return nil, d.discard(ctx, StageGraphFetch, err), false
 	}
 
-	_, span = d.cfg.Telemetry.StartSpan(ctx, "graph.compile")
+	_, span = d.cfg.Telemetry.StartSpan(ctx, ports.FactGraphCompile, ports.Label{Key: ports.LabelGraphID, Value: d.lease.GraphID})
 	compiled, err := Compile(doc, d.cfg.Nodes, d.cfg.MaxSupersteps)
 	span.End(resultOf(err), nil)
 	switch {
@@ -382,6 +411,7 @@ func (d *drive) checkHost(ctx context.Context, g *graph.Compiled) (*graph.Compil
 	case res == ports.AbandonStale:
 		return nil, Outcome{Kind: FenceLost, Reason: StageAbandon}, false
 	case res == ports.AbandonPoisoned:
+		d.poisoned(ctx)
 		return nil, Outcome{Kind: Abandoned, Abandon: res, Reason: string(HostIncompatible), Err: err}, false
 	}
 	return nil, Outcome{Kind: HostIncompatible, Abandon: res, Err: err}, false
@@ -404,6 +434,8 @@ func (d *drive) abandon(ctx context.Context, reason string) Outcome {
 		return d.interrupted(err)
 	case err != nil:
 		return d.discard(ctx, StageAbandon, err)
+	case res == ports.AbandonPoisoned:
+		d.poisoned(ctx)
 	}
 	return Outcome{Kind: Abandoned, Abandon: res, Reason: reason}
 }
@@ -427,6 +459,8 @@ func (d *drive) deferUntil(ctx context.Context, r *run.Run, resumeAt time.Time) 
 		return d.interrupted(err)
 	case err != nil:
 		return d.discard(ctx, StageAbandon, err)
+	case res == ports.AbandonPoisoned:
+		d.poisoned(ctx)
 	}
 	return Outcome{Kind: Deferred, Abandon: res, Committed: d.committed}
 }
@@ -445,17 +479,24 @@ func (d *drive) release(ctx context.Context, out Outcome) Outcome {
 	return out
 }
 
+// poisoned reports that a hand-back poisoned the run: an abandon poisons
+// only when max_claim_abandons is exhausted.
+func (d *drive) poisoned(ctx context.Context) {
+	d.cfg.Telemetry.Emit(ctx, ports.FactClaimPoisoned, ports.Measurements{"count": 1},
+		ports.Label{Key: ports.LabelReason, Value: ports.PoisonReasonMaxClaimAbandons})
+}
+
 func (d *drive) discard(ctx context.Context, stage string, err error) Outcome {
-	d.cfg.Telemetry.Emit(ctx, FactDiscard, ports.Measurements{"count": 1},
-		ports.Label{Key: "stage", Value: stage}, ports.Label{Key: "result", Value: discardResult(err)})
+	d.cfg.Telemetry.Emit(ctx, ports.FactVehicleDiscard, ports.Measurements{"count": 1},
+		ports.Label{Key: ports.LabelStage, Value: stage}, ports.Label{Key: ports.LabelResult, Value: discardResult(err)})
 	d.cfg.Logger.Warn("docket vehicle discarded its work and released the claim",
 		slog.String("run_id", d.lease.RunID), slog.String("stage", stage), slog.String("error", err.Error()))
 	return d.release(ctx, Outcome{Kind: Discarded, Reason: stage, Err: err, Committed: d.committed})
 }
 
 func (d *drive) fenceLost(ctx context.Context, stage string) {
-	d.cfg.Telemetry.Emit(ctx, FactFenceLost, ports.Measurements{"count": 1},
-		ports.Label{Key: "stage", Value: stage}, ports.Label{Key: "result", Value: ports.ResultStaleFence})
+	d.cfg.Telemetry.Emit(ctx, ports.FactFenceLost, ports.Measurements{"count": 1},
+		ports.Label{Key: ports.LabelStage, Value: stage}, ports.Label{Key: ports.LabelResult, Value: ports.ResultStaleFence})
 }
 
 func (d *drive) interrupted(err error) Outcome {
@@ -471,18 +512,18 @@ func (d *drive) crash(err error) Outcome {
 func (d *drive) finish(ctx context.Context, out Outcome) {
 	held := max(d.now().Sub(d.lease.ClaimedAt), 0)
 	if out.Kind == Crashed {
-		d.cfg.Telemetry.Emit(ctx, FactCrash, ports.Measurements{
+		d.cfg.Telemetry.Emit(ctx, ports.FactVehicleCrash, ports.Measurements{
 			"count": 1, "claim_held_ms": ms(held), "claim_attempt": float64(d.lease.Attempt),
-		}, ports.Label{Key: "result", Value: "crashed"})
+		}, ports.Label{Key: ports.LabelResult, Value: string(Crashed)})
 		d.cfg.Logger.Error("docket vehicle crashed; the claim will expire after the orphan TTL",
 			slog.String("run_id", d.lease.RunID), slog.Int("claim_attempt", d.lease.Attempt),
 			slog.String("error", errString(out.Err)))
 	}
-	labels := []ports.Label{{Key: "outcome", Value: string(out.Kind)}}
+	labels := []ports.Label{{Key: ports.LabelOutcome, Value: string(out.Kind)}}
 	if out.Budget != "" {
-		labels = append(labels, ports.Label{Key: "budget", Value: out.Budget})
+		labels = append(labels, ports.Label{Key: ports.LabelBudget, Value: out.Budget})
 	}
-	d.cfg.Telemetry.Emit(ctx, FactDrain, ports.Measurements{
+	d.cfg.Telemetry.Emit(ctx, ports.FactVehicleDrain, ports.Measurements{
 		"committed_moments": float64(out.Committed),
 		"elapsed_ms":        ms(time.Since(d.started)),
 		"claim_held_ms":     ms(held),

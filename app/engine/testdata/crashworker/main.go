@@ -114,7 +114,7 @@ func Registry() *node.Registry {
 type printer struct{ ports.NopTelemetry }
 
 func (printer) Emit(_ context.Context, name string, _ ports.Measurements, labels ...ports.Label) {
-	if name != "docket.vehicle.drain" {
+	if name != ports.FactVehicleDrain {
 		return
 	}
 	for _, l := range labels {
