@@ -1,20 +1,20 @@
-// Command docket is Docket's command-line interface.
+// Command docket operates Docket, the durable graph workflow engine:
+// schema migrations, graphs, runs, interrupts, events, pruning, a worker,
+// the conformance suite and a zero-setup demo. See docs/cli.md.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/docketgo/docket/cmd/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCommand().ExecuteContext(ctx)
+	code := cli.Main(ctx, os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, cli.Options{})
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "docket:", err)
-		os.Exit(1)
-	}
+	os.Exit(code)
 }

@@ -1,0 +1,549 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/conformance"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/pgtest"
+)
+
+func TestUsageMistakesExitTwoWithOneLine(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	for _, args := range [][]string{
+		{"frobnicate"},
+		{"runs", "frobnicate"},
+		{"runs"},
+		{"runs", "list", "--no-such-flag"},
+		{"runs", "show"},
+		{"runs", "show", "a", "b"},
+		{"runs", "list", "--status", "sleeping"},
+		{"runs", "list", "--limit", "0"},
+		{"runs", "retry"},
+		{"interrupts", "resolve", "run_1", "approval"},
+		{"graph", "validate"},
+		{"graph", "render", "--format", "png", "x"},
+		{"migrate", "down"},
+		{"migrate", "up", "--target", "9"},
+		{"prune", "--run-retention", "30d"},
+		{"demo", "--runs", "0"},
+		{"events", "tail", "run_1", "--after", "yesterday"},
+		{"--log-level", "loud", "runs", "list"},
+	} {
+		res := c.fails(ExitUsage, args...)
+		assert.Empty(t, res.stdout, args)
+	}
+}
+
+func TestBadEnvironmentValuesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	res := newCLI(t, map[string]string{"DOCKET_JSON": "maybe"}).fails(ExitUsage, "graph", "validate", "x.json")
+	assert.Contains(t, res.stderr, "DOCKET_JSON")
+}
+
+func TestErrorsAreJSONWithTheJSONFlag(t *testing.T) {
+	t.Parallel()
+	res := newCLI(t, nil).run("graph", "validate", "/no/such/file.json", "--json")
+	require.Equal(t, ExitUsage, res.code)
+	var e struct {
+		Error    string `json:"error"`
+		Kind     string `json:"kind"`
+		ExitCode int    `json:"exit_code"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stderr), &e), res.stderr)
+	assert.Equal(t, ExitUsage, e.ExitCode)
+	assert.Equal(t, "usage", e.Kind)
+	assert.Contains(t, e.Error, "no such file")
+}
+
+func TestGraphValidate(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	valid := demoGraphFile(t)
+
+	t.Run("a valid graph reports its hash", func(t *testing.T) {
+		var out []validationJSON
+		c.okJSON(&out, "graph", "validate", valid)
+		require.Len(t, out, 1)
+		assert.True(t, out[0].Valid)
+		assert.Equal(t, demo.GraphID, out[0].GraphID)
+		assert.Len(t, out[0].Hash, 64)
+		assert.Contains(t, c.ok("graph", "validate", valid).stdout, "is valid")
+	})
+
+	t.Run("an invalid graph lists every diagnostic and exits 1", func(t *testing.T) {
+		bad := graphFile(t, `{"schema_version":1,"id":"bad","nodes":{"a":{"implementation":{"type":"module","implementation":"demo.intake"}}},
+			"edges":{"s":{"from":"$start","to":"a"},"x":{"from":"a","to":"ghost"}}}`)
+		res := c.run("graph", "validate", bad, "--json")
+		require.Equal(t, ExitFailure, res.code, res.stderr)
+		var out []validationJSON
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+		assert.False(t, out[0].Valid)
+		var codes []string
+		for _, d := range out[0].Diagnostics {
+			codes = append(codes, d.Code)
+		}
+		assert.Contains(t, codes, "unknown_edge_target")
+		assert.Contains(t, res.stderr, "1 of 1 graph document(s) are invalid")
+	})
+
+	t.Run("a malformed file is a one-line usage error", func(t *testing.T) {
+		res := c.fails(ExitUsage, "graph", "validate", graphFile(t, `{"schema_version": 1, "id": `))
+		assert.Contains(t, res.stderr, "graph.json")
+		res = c.fails(ExitUsage, "graph", "validate", graphFile(t, `{"schema_version":1,"id":"g","nodes":{"a":{"bogus":1}}}`))
+		assert.Contains(t, res.stderr, "invalid_document")
+	})
+
+	t.Run("unknown nodes need --any-nodes", func(t *testing.T) {
+		custom := graphFile(t, `{"schema_version":1,"id":"custom","nodes":{"a":{"implementation":{"type":"module","implementation":"mine.node"}}},
+			"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)
+		assert.Equal(t, ExitFailure, c.run("graph", "validate", custom).code)
+		c.ok("graph", "validate", "--any-nodes", custom)
+	})
+
+	t.Run("stdin", func(t *testing.T) {
+		g, err := demo.Graph()
+		require.NoError(t, err)
+		b, err := json.Marshal(g)
+		require.NoError(t, err)
+		in := newCLI(t, nil)
+		in.stdin = string(b)
+		in.ok("graph", "validate", "-")
+	})
+}
+
+func TestGraphRenderFromAFileNeedsNoDatabase(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	file := demoGraphFile(t)
+	mermaid := c.ok("graph", "render", file).stdout
+	assert.True(t, strings.HasPrefix(mermaid, "flowchart TD\n"))
+	assert.Contains(t, mermaid, `n_decide -->|"route == #quot;manual#quot;"| n_manager__approval`)
+	dot := c.ok("graph", "render", file, "--format", "dot").stdout
+	assert.Contains(t, dot, `digraph "loan-review" {`)
+	assert.Contains(t, dot, `"join:checks_done" -> "decide"`)
+	text := c.ok("graph", "render", file, "--format", "text").stdout
+	assert.Contains(t, text, "credit_check + fraud_check ══▶ decide")
+	var out renderJSON
+	c.okJSON(&out, "graph", "render", file, "--format", "dot")
+	assert.Equal(t, dot, out.Diagram)
+}
+
+func TestMigrateUpStatusDown(t *testing.T) {
+	t.Parallel()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	c := newCLI(t, map[string]string{"DATABASE_URL": db.URL}) // the standard variable works too
+
+	var status migrateStatusJSON
+	c.okJSON(&status, "migrate", "status", "--schema", schema)
+	assert.Equal(t, migrateStatusJSON{Schema: schema, Version: 0, CurrentVersion: migrations.CurrentVersion, UpToDate: false,
+		Problem: status.Problem}, status)
+	assert.Contains(t, status.Problem, "docket migrate up")
+
+	var up migrateJSON
+	c.okJSON(&up, "migrate", "up", "--schema", schema)
+	assert.Equal(t, migrateJSON{Schema: schema, From: 0, To: migrations.CurrentVersion, Changed: true}, up)
+	assert.Contains(t, c.ok("migrate", "up", "--schema", schema).stdout, "nothing to do")
+	c.okJSON(&status, "migrate", "status", "--schema", schema)
+	assert.True(t, status.UpToDate)
+
+	c.fails(ExitUsage, "migrate", "down", "--schema", schema)
+	var down migrateJSON
+	c.okJSON(&down, "migrate", "down", "--yes", "--target", "1", "--schema", schema)
+	assert.Equal(t, migrateJSON{Schema: schema, From: 2, To: 1, Changed: true}, down)
+	c.okJSON(&down, "migrate", "down", "--yes", "--schema", schema)
+	assert.Equal(t, 0, down.To)
+}
+
+func TestCommandsOnAnUnmigratedSchemaSayWhatToRun(t *testing.T) {
+	t.Parallel()
+	db := pgtest.SharedDatabase(t)
+	c := newCLI(t, map[string]string{"DOCKET_DATABASE_URL": db.URL, "DOCKET_SCHEMA": db.NewSchema(t)})
+	res := c.fails(ExitFailure, "runs", "list")
+	assert.Contains(t, res.stderr, "docket migrate up")
+}
+
+func TestUnreachableDatabaseIsAOneLineFailure(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, map[string]string{"DOCKET_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"})
+	res := c.fails(ExitFailure, "runs", "list")
+	assert.Contains(t, res.stderr, "connect to PostgreSQL at 127.0.0.1:1/none")
+	res = newCLI(t, map[string]string{"DOCKET_DATABASE_URL": "postgres://user:secret@host:notaport/db"}).fails(ExitUsage, "runs", "list")
+	assert.NotContains(t, res.stderr, "secret", "the password is never echoed")
+}
+
+func TestPublishShowAndRenderStoredGraphs(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	file := demoGraphFile(t)
+
+	var first, again versionJSON
+	c.okJSON(&first, "graph", "publish", file)
+	c.okJSON(&again, "graph", "publish", "--example")
+	assert.Equal(t, demo.GraphID, first.GraphID)
+	assert.Equal(t, first, again, "publishing the same content is idempotent")
+
+	var shown graphShowJSON
+	c.okJSON(&shown, "graph", "show", demo.GraphID)
+	assert.Equal(t, first.Hash, shown.Hash)
+	require.Len(t, shown.Versions, 1)
+	assert.Len(t, shown.Document.Nodes, 7)
+	human := c.ok("graph", "show", demo.GraphID).stdout
+	assert.Contains(t, human, "needs_manager  decide")
+	assert.Contains(t, c.ok("graph", "render", demo.GraphID, "--format", "dot").stdout, `"decide" -> "auto_approve"`)
+
+	c.fails(ExitNotFound, "graph", "show", "no-such-graph")
+	c.fails(ExitNotFound, "graph", "show", demo.GraphID, "--hash", strings.Repeat("0", 64))
+	c.fails(ExitNotFound, "graph", "render", "no-such-graph")
+	c.fails(ExitUsage, "graph", "publish", graphFile(t, `{"schema_version":1,"id":"g","edges":{"x":{"from":"$start","to":"nowhere"}}}`))
+}
+
+// The whole life of a run through the CLI, driven by an in-process worker.
+func TestRunLifecycleWithAWorker(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.worker()
+	c.ok("graph", "publish", "--example")
+
+	var started runJSON
+	c.okJSON(&started, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":1500.0}`,
+		"--metadata", `{"ticket":"T-1"}`, "--await", "15s")
+	require.Equal(t, "waiting", string(started.Status), "the manager's approval is needed")
+	runID := started.RunID
+
+	var open []interruptJSON
+	c.okJSON(&open, "interrupts", "list")
+	require.Len(t, open, 1)
+	assert.Equal(t, interruptJSON{RunID: runID, ID: demo.ApprovalInterruptID, NodeID: "manager_approval", Status: "open",
+		ResumeChannel: "approval", Schema: open[0].Schema, Metadata: map[string]any{"question": "Approve 1500 for Ada?"},
+		CreatedAt: open[0].CreatedAt}, open[0])
+
+	c.fails(ExitUsage, "interrupts", "resolve", runID, demo.ApprovalInterruptID, "--string", "maybe")
+	c.fails(ExitNotFound, "interrupts", "resolve", runID, "no-such-interrupt", "--string", "approved")
+	c.ok("interrupts", "resolve", runID, demo.ApprovalInterruptID, "--value", `"approved"`)
+	c.fails(ExitConflict, "interrupts", "resolve", runID, demo.ApprovalInterruptID, "--string", "approved")
+
+	var done runJSON
+	c.okJSON(&done, "runs", "await", runID, "--timeout", "15s")
+	require.Equal(t, "done", string(done.Status))
+	assert.Equal(t, "approved", done.Output["approval"])
+	assert.Equal(t, []any{"intake", "credit", "fraud"}, done.Output["checks"])
+
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", runID)
+	assert.Equal(t, jsonMap{"customer": "Ada", "amount": 1500.0}, shown.Input)
+	assert.Equal(t, jsonMap{"ticket": "T-1"}, shown.Metadata)
+	assert.Contains(t, c.ok("runs", "show", runID, "--json").stdout, "1500.0", "a float input stays a float in JSON")
+	require.NotNil(t, shown.Operational)
+	assert.False(t, shown.Operational.Poisoned)
+	assert.Equal(t, "run_completed", string(shown.Operational.LatestCheckpointType))
+	assert.Contains(t, c.ok("runs", "show", runID).stdout, "status       done")
+
+	var events eventPageJSON
+	c.okJSON(&events, "runs", "events", runID)
+	require.NotEmpty(t, events.Events)
+	last := events.Events[len(events.Events)-1]
+	assert.Equal(t, "checkpoint_committed", string(last.Type))
+	assert.Equal(t, shown.EventSeq, last.Seq)
+	for i, e := range events.Events {
+		assert.Equal(t, int64(i+1), e.Seq, "contiguous")
+	}
+	var page eventPageJSON
+	c.okJSON(&page, "runs", "events", runID, "--after", "3", "--limit", "2")
+	assert.Equal(t, []int64{4, 5}, []int64{page.Events[0].Seq, page.Events[1].Seq})
+	assert.True(t, page.HasMore)
+	assert.Equal(t, int64(5), page.NextAfterSeq)
+
+	var list runPageJSON
+	c.okJSON(&list, "runs", "list", "--status", "done", "--graph", demo.GraphID)
+	require.Len(t, list.Runs, 1)
+	assert.Equal(t, runID, list.Runs[0].RunID)
+	c.okJSON(&list, "runs", "list", "--status", "running,waiting")
+	assert.Empty(t, list.Runs)
+
+	overlay := c.ok("graph", "render", "--run", runID).stdout
+	assert.Contains(t, overlay, "class n_intake,n_credit__check,n_fraud__check,n_decide,n_manager__approval,n_summarize completed")
+	assert.Contains(t, overlay, "n_decide ==>|")
+	assert.Contains(t, c.ok("graph", "render", "--run", runID, "--format", "text").stdout, "decide ✓")
+
+	tail := c.ok("events", "tail", runID, "--json")
+	lines := jsonLines[eventJSON](t, tail.stdout)
+	assert.Len(t, lines, len(events.Events))
+	assert.Equal(t, "12", lines[11].Cursor)
+	assert.Contains(t, tail.stderr, `{"cursor":"`+lines[len(lines)-1].Cursor+`"}`)
+	assert.Empty(t, c.ok("events", "tail", runID, "--after", lines[len(lines)-1].Cursor, "--follow").stdout,
+		"following a finished run from its end prints nothing and returns")
+
+	c.fails(ExitConflict, "runs", "cancel", runID)
+	c.fails(ExitNotFound, "runs", "cancel", "run_does_not_exist")
+}
+
+func TestCancelAndFollowARunningRun(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.worker()
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Alan","amount":2500.0}`, "--await", "15s")
+	require.Equal(t, "waiting", string(r.Status))
+
+	// Following a waiting run keeps polling until it finishes.
+	followed := make(chan result, 1)
+	go func() { followed <- c.run("events", "tail", r.RunID, "--follow", "--interval", "20ms") }()
+	var cancelled []signalJSON
+	c.okJSON(&cancelled, "runs", "cancel", r.RunID)
+	assert.Equal(t, []signalJSON{{RunID: r.RunID, Status: "cancelled", Result: "cancelled"}}, cancelled)
+	c.ok("runs", "cancel", r.RunID) // idempotent
+	select {
+	case res := <-followed:
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		assert.Contains(t, res.stdout, "run_cancelled")
+	case <-time.After(15 * time.Second):
+		t.Fatal("tail --follow did not end when the run finished")
+	}
+}
+
+func TestWrongTenantAndUnknownRunsAreNotFound(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example", "--tenant", "acme")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--tenant", "acme", "--input", `{"customer":"Ada","amount":10.0}`)
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", r.RunID, "--tenant", "acme")
+	assert.Equal(t, "acme", shown.Tenant)
+
+	for _, args := range [][]string{
+		{"runs", "show", r.RunID, "--tenant", "globex"},
+		{"runs", "show", r.RunID},
+		{"runs", "events", r.RunID, "--tenant", "globex"},
+		{"runs", "cancel", r.RunID, "--tenant", "globex"},
+		{"interrupts", "resolve", r.RunID, "approval", "--string", "approved", "--tenant", "globex"},
+		{"runs", "show", "run_unknown"},
+		{"runs", "await", "run_unknown"},
+		{"graph", "show", demo.GraphID}, // published for acme only
+	} {
+		res := c.fails(ExitNotFound, args...)
+		assert.Contains(t, res.stderr, "not found", args)
+	}
+	var list runPageJSON
+	c.okJSON(&list, "runs", "list", "--tenant", "globex")
+	assert.Empty(t, list.Runs)
+	c.okJSON(&list, "runs", "list", "--tenant", "acme")
+	assert.Len(t, list.Runs, 1)
+}
+
+// poisonAll makes every due run of the schema poisoned, as a crashing
+// worker would after max_claim_attempts launches.
+func poisonAll(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	req := claim.Request{Now: time.Now().Add(time.Minute), Limit: 100, OrphanTTL: time.Millisecond, MaxClaimAttempts: 1}
+	leased, err := store.ClaimDue(ctx, req)
+	require.NoError(t, err)
+	require.NotEmpty(t, leased.Leases)
+	req.Now = req.Now.Add(time.Second) // the claims expire without progress
+	poisoned, err := store.ClaimDue(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, poisoned.Poisoned, len(leased.Leases))
+}
+
+func TestRetryPoisonedRuns(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var a, b runJSON
+	c.okJSON(&a, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	c.okJSON(&b, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":20.0}`)
+	poisonAll(t, db.Pool(t), schema)
+
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", a.RunID)
+	require.True(t, shown.Operational.Poisoned)
+	assert.Equal(t, claim.ReasonMaxClaimAttempts, shown.Operational.PoisonReason)
+	assert.Contains(t, c.ok("runs", "show", a.RunID).stdout, "docket runs retry "+a.RunID)
+
+	var one retryJSON
+	c.okJSON(&one, "runs", "retry", a.RunID)
+	assert.Equal(t, []signalJSON{{RunID: a.RunID, Status: "running", Result: "retried", Reason: claim.ReasonMaxClaimAttempts}}, one.Runs)
+	c.okJSON(&one, "runs", "retry", a.RunID)
+	assert.Equal(t, "not_poisoned", one.Runs[0].Result, "retry leaves a healthy run alone")
+
+	var bulk retryJSON
+	c.okJSON(&bulk, "runs", "retry", "--all-poisoned", "--graph", demo.GraphID)
+	assert.Equal(t, 2, bulk.Scanned)
+	assert.Equal(t, []signalJSON{{RunID: b.RunID, Status: "running", Result: "retried", Reason: claim.ReasonMaxClaimAttempts}}, bulk.Runs)
+	c.okJSON(&shown, "runs", "show", b.RunID)
+	assert.False(t, shown.Operational.Poisoned)
+	assert.Zero(t, shown.Operational.ClaimAttempts)
+
+	c.fails(ExitNotFound, "runs", "retry", "run_unknown")
+}
+
+func TestEventsTailAllRunsPrintsAResumableCursor(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var first runJSON
+	c.okJSON(&first, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+
+	res := c.ok("events", "tail", "--json")
+	events := jsonLines[eventJSON](t, res.stdout)
+	require.NotEmpty(t, events)
+	for _, e := range events {
+		assert.Equal(t, first.RunID, e.RunID)
+	}
+	var cursor struct{ Cursor string }
+	require.NoError(t, json.Unmarshal([]byte(res.stderr), &cursor), res.stderr)
+	assert.Equal(t, events[len(events)-1].Cursor, cursor.Cursor)
+
+	// A new run after the cursor shows up when resuming from it; events
+	// printed again (the overlap) are the same events, identified by
+	// (run_id, seq).
+	var second runJSON
+	c.okJSON(&second, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":20.0}`)
+	resumed := jsonLines[eventJSON](t, c.ok("events", "tail", "--after", cursor.Cursor, "--json").stdout)
+	seen := map[string]bool{}
+	for _, e := range events {
+		seen[e.RunID+"#"+jsonInt(e.Seq)] = true
+	}
+	var fresh []eventJSON
+	for _, e := range resumed {
+		if !seen[e.RunID+"#"+jsonInt(e.Seq)] {
+			fresh = append(fresh, e)
+		}
+	}
+	require.NotEmpty(t, fresh)
+	for _, e := range fresh {
+		assert.Equal(t, second.RunID, e.RunID)
+	}
+	assert.Contains(t, c.ok("events", "tail").stderr, "resume with: docket events tail --after ")
+
+	// Following all runs ends on Ctrl-C with exit 0 and the cursor.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	followed := c.runContext(ctx, "events", "tail", "--follow", "--interval", "20ms")
+	assert.Equal(t, ExitOK, followed.code, followed.stderr)
+	assert.Contains(t, followed.stderr, "cursor: ")
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestPruneDeletesFinishedRuns(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.worker()
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
+	require.Equal(t, "done", string(r.Status))
+	var waiting runJSON
+	c.okJSON(&waiting, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":5000.0}`, "--await", "15s")
+	require.Equal(t, "waiting", string(waiting.Status))
+
+	var pruned pruneJSON
+	c.okJSON(&pruned, "prune", "--event-retention", "0s", "--run-retention", "0d", "--batch-size", "5")
+	assert.Equal(t, 1, pruned.RunsDeleted)
+	assert.Positive(t, pruned.EventsDeleted+pruned.CascadeEventsDeleted)
+	assert.GreaterOrEqual(t, pruned.Passes, 2, "bounded passes until nothing is left")
+	c.fails(ExitNotFound, "runs", "show", r.RunID)
+	c.ok("runs", "show", waiting.RunID) // unfinished runs are never pruned
+}
+
+func TestConformanceAgainstALiveDatabase(t *testing.T) {
+	t.Parallel()
+	db := pgtest.SharedDatabase(t)
+	c := newCLI(t, nil)
+	res := c.ok("conformance", "--database-url", db.URL)
+	for _, inv := range conformance.Invariants() {
+		assert.Contains(t, res.stdout, inv.ID, "every invariant is reported")
+	}
+	assert.Contains(t, res.stdout, " 0 fail, ")
+
+	// Every scratch schema is gone.
+	pool := db.Pool(t)
+	var left int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'docket_conformance_%'`).Scan(&left))
+	assert.Zero(t, left)
+}
+
+func TestDemoOnTheMemoryStore(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]*cli{
+		"flag": newCLI(t, nil),
+		"env":  newCLI(t, map[string]string{"DOCKET_MEMORY": "1"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"demo", "--runs", "6"}
+			if name == "flag" {
+				args = append(args, "--memory")
+			}
+			var out demoJSON
+			c.okJSON(&out, args...)
+			assert.Equal(t, "memory", out.Backend)
+			checkDemo(t, out, 6)
+		})
+	}
+}
+
+func checkDemo(t *testing.T, out demoJSON, runs int) {
+	t.Helper()
+	require.Len(t, out.Runs, runs)
+	for _, r := range out.Runs {
+		assert.Equal(t, "done", string(r.Status), r.RunID)
+		assert.NotEmpty(t, r.Output["summary"])
+	}
+	assert.Equal(t, demo.GraphID, out.GraphID)
+	var types []string
+	for _, cp := range out.Timeline.Checkpoints {
+		types = append(types, cp.Type)
+	}
+	assert.Contains(t, types, "retry_scheduled")
+	assert.Contains(t, types, "interrupt_requested")
+	assert.Contains(t, types, "interrupt_resolved")
+	assert.Equal(t, "run_completed", types[len(types)-1])
+	assert.Contains(t, out.Diagram, "credit_check ✓ + fraud_check ✓ ══▶ decide ✓")
+}
+
+func TestDemoSaysPlainlyWhenNoPostgreSQLIsInstalled(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	empty := t.TempDir()
+	c.opts.PostgresBinaries.Path = empty
+	c.opts.PostgresBinaries.Glob = empty + "/*/bin"
+	res := c.ok("demo", "--runs", "3")
+	assert.Contains(t, res.stderr, "Docket demo on the in-memory store: no PostgreSQL server binaries found")
+	assert.Contains(t, res.stdout, "3 runs finished")
+	assert.Contains(t, res.stdout, "Checkpoint timeline of run")
+}
+
+func TestProgressBarsOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	c.terminal = true
+	res := c.ok("demo", "--memory", "--runs", "3")
+	assert.Contains(t, res.stderr, "running 3 loan applications")
+	assert.Contains(t, res.stdout, "3 runs finished", "the bar never reaches stdout")
+	res = c.ok("demo", "--memory", "--runs", "3", "--no-progress")
+	assert.NotContains(t, res.stderr, "loan applications")
+	c.terminal = false
+	assert.NotContains(t, c.ok("demo", "--memory", "--runs", "3").stderr, "loan applications")
+}

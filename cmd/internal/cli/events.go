@@ -1,0 +1,334 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// tailOverlap is how far before an all-runs cursor a resumed tail looks
+// again: events are stamped by the engine that committed them, so a
+// commit from a host whose clock lags can carry a time just before the
+// cursor. Events seen twice share (run_id, seq); deduplicate on that.
+const tailOverlap = 2 * time.Second
+
+func (a *app) eventsCommand() *cobra.Command {
+	var after string
+	var follow bool
+	var interval, since time.Duration
+	tail := &cobra.Command{
+		Use:   "tail [RUN_ID]",
+		Short: "Print new events of one run or of all runs, with a cursor to resume from",
+		Long: "tail prints the events of RUN_ID after --after (a sequence number, default 0), or of every\n" +
+			"run after --after (a time printed by an earlier tail; default: --since ago). With --follow\n" +
+			"it keeps polling: following one run ends when the run finishes, following all runs ends on\n" +
+			"Ctrl-C. It then prints the cursor to resume from on stderr. With --json every event is one\n" +
+			"line of JSON carrying its own cursor. Delivery is at least once: deduplicate by\n" +
+			"(run_id, seq).",
+		Args: rangeArgs(0, 1, "at most one run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval <= 0 {
+				return usagef("--interval must be positive")
+			}
+			if len(args) == 1 {
+				seq := int64(0)
+				if after != "" {
+					n, err := strconv.ParseInt(after, 10, 64)
+					if err != nil || n < 0 {
+						return usagef("--after %q: following one run, the cursor is a sequence number", after)
+					}
+					seq = n
+				}
+				return a.tailRun(cmd.Context(), args[0], seq, follow, interval)
+			}
+			cursor := time.Now().Add(-since)
+			if after != "" {
+				t, err := time.Parse(time.RFC3339Nano, after)
+				if err != nil {
+					return usagef("--after %q: following all runs, the cursor is a time printed by tail", after)
+				}
+				cursor = t
+			}
+			return a.tailAll(cmd.Context(), cursor, after != "", follow, interval)
+		},
+	}
+	tail.Flags().StringVar(&after, "after", "", "resume after this cursor")
+	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	tail.Flags().DurationVar(&interval, "interval", 500*time.Millisecond, "poll interval when following")
+	tail.Flags().DurationVar(&since, "since", time.Hour, "all runs without --after: start this long ago")
+	return groupCommand("events", "Follow run events", tail)
+}
+
+// printEvent writes one event line (JSON with --json).
+func (a *app) printEvent(e run.Event, cursor string) error {
+	if a.json {
+		j := toEventJSON(e)
+		j.Cursor = cursor
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(a.io.Out, string(b))
+		return err
+	}
+	_, err := fmt.Fprintf(a.io.Out, "%s  %s  #%-4d step %-3d %-21s %s\n",
+		e.Timestamp.UTC().Format("15:04:05.000000"), e.RunID, e.Seq, e.Step, e.Type, eventDetail(e))
+	return err
+}
+
+// printCursor reports where to resume, on stderr.
+func (a *app) printCursor(cursor, resume string) {
+	if a.json {
+		b, _ := json.Marshal(map[string]string{"cursor": cursor})
+		fmt.Fprintln(a.io.Err, string(b))
+		return
+	}
+	a.say("cursor: %s (resume with: docket events tail %s--after %s)", cursor, resume, cursor)
+}
+
+// sleep waits d or until ctx ends, reporting whether to go on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// stopped reports an end by Ctrl-C, which is a normal end of a follow.
+func stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
+}
+
+func (a *app) tailRun(ctx context.Context, runID string, after int64, follow bool, interval time.Duration) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	cursor := after
+	defer func() { a.printCursor(strconv.FormatInt(cursor, 10), runID+" ") }()
+	for {
+		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: cursor, Limit: ports.MaxPageLimit})
+		if stopped(ctx, err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("run %q: %w", runID, err)
+		}
+		for _, e := range page.Events {
+			if err := a.printEvent(e, strconv.FormatInt(e.Seq, 10)); err != nil {
+				return err
+			}
+			cursor = e.Seq
+		}
+		if page.HasMore {
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		r, err := c.FetchRun(ctx, runID)
+		if stopped(ctx, err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("run %q: %w", runID, err)
+		}
+		// A finished run's last event is already printed when the cursor
+		// reached its event counter.
+		if r.Status.Terminal() && cursor >= r.EventSeq {
+			return nil
+		}
+		if !sleep(ctx, interval) {
+			return nil
+		}
+	}
+}
+
+// allRunsTail follows every run visible in the scope. Runs that may emit
+// events are the unfinished ones, the ones started since the last poll,
+// and the ones it already follows; a resumed tail first scans every run
+// updated since the cursor.
+type allRunsTail struct {
+	a      *app
+	c      *engine.Client
+	cursor time.Time        // newest event time printed (or the start)
+	from   time.Time        // events before this are not printed
+	seen   map[string]int64 // run id -> last printed seq
+	done   map[string]bool  // finished runs whose events are all printed
+	polled time.Time        // start of the previous poll
+}
+
+func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow bool, interval time.Duration) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	from := cursor
+	if resumed {
+		from = cursor.Add(-tailOverlap)
+	}
+	t := &allRunsTail{a: a, c: a.client(rt), cursor: cursor, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	defer func() { a.printCursor(t.cursor.UTC().Format(time.RFC3339Nano), "") }()
+	first := true
+	for {
+		started := time.Now()
+		err := t.poll(ctx, first)
+		if stopped(ctx, err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		first = false
+		t.polled = started
+		if !follow || !sleep(ctx, interval) {
+			return nil
+		}
+	}
+}
+
+func (t *allRunsTail) poll(ctx context.Context, full bool) error {
+	candidates := map[string]bool{}
+	for id := range t.seen {
+		candidates[id] = true
+	}
+	// Every run updated since the cursor on the first poll; afterwards the
+	// unfinished runs and those started since the previous poll.
+	p := ports.ListRunsParams{Limit: ports.MaxPageLimit}
+	if !full {
+		p.Statuses = []run.Status{run.StatusRunning, run.StatusWaiting}
+	}
+	if err := t.scan(ctx, p, func(s ports.RunSummary) bool {
+		if !s.UpdatedAt.Before(t.from) || !full {
+			candidates[s.RunID] = true
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	if !full {
+		since := t.polled.Add(-tailOverlap)
+		if err := t.scan(ctx, ports.ListRunsParams{Limit: 100}, func(s ports.RunSummary) bool {
+			if s.StartedAt.Before(since) {
+				return false // newest first: the rest started earlier
+			}
+			candidates[s.RunID] = true
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	var batch []run.Event
+	finished := map[string]bool{}
+	for _, id := range sortedKeys(candidates) {
+		if t.done[id] {
+			continue
+		}
+		events, terminal, err := t.newEvents(ctx, id)
+		if errors.Is(err, ports.ErrNotFound) {
+			delete(t.seen, id) // pruned
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		batch = append(batch, events...)
+		if terminal {
+			finished[id] = true
+		}
+	}
+	slices.SortFunc(batch, func(x, y run.Event) int {
+		if c := x.Timestamp.Compare(y.Timestamp); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.RunID, y.RunID); c != 0 {
+			return c
+		}
+		return int(x.Seq - y.Seq)
+	})
+	for _, e := range batch {
+		if e.Timestamp.After(t.cursor) {
+			t.cursor = e.Timestamp
+		}
+		if err := t.a.printEvent(e, t.cursor.UTC().Format(time.RFC3339Nano)); err != nil {
+			return err
+		}
+		t.seen[e.RunID] = e.Seq
+	}
+	// A finished run emits nothing more: stop following it.
+	for id := range finished {
+		delete(t.seen, id)
+		t.done[id] = true
+	}
+	return nil
+}
+
+// scan pages ListRuns until visit returns false.
+func (t *allRunsTail) scan(ctx context.Context, p ports.ListRunsParams, visit func(ports.RunSummary) bool) error {
+	for {
+		page, err := t.c.ListRuns(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, s := range page.Runs {
+			if !visit(s) {
+				return nil
+			}
+		}
+		if !page.HasMore {
+			return nil
+		}
+		p.Before = page.NextBefore
+	}
+}
+
+// newEvents returns the run's events after the last printed one (or, for
+// a run not followed yet, from t.from on), and whether the run has
+// finished with all its events read.
+func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event, bool, error) {
+	after, known := t.seen[runID]
+	var out []run.Event
+	for {
+		page, err := t.c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: ports.MaxPageLimit})
+		if err != nil {
+			return nil, false, err
+		}
+		for _, e := range page.Events {
+			if known || !e.Timestamp.Before(t.from) {
+				out = append(out, e)
+			}
+			after = e.Seq
+		}
+		if !page.HasMore {
+			if len(out) == 0 && !known {
+				// Nothing to print yet: remember where we are so the next
+				// poll reads only what is new.
+				t.seen[runID] = after
+			}
+			last := page.LatestSeq
+			r, err := t.c.FetchRun(ctx, runID)
+			if err != nil {
+				return nil, false, err
+			}
+			return out, r.Status.Terminal() && after >= last, nil
+		}
+	}
+}

@@ -1,0 +1,459 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/cmd/internal/render"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/ports"
+)
+
+func (a *app) graphCommand() *cobra.Command {
+	var anyNodes bool
+	validate := &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Compile graph documents and report every diagnostic",
+		Long: "validate parses each JSON graph document (- reads stdin) and compiles it against the\n" +
+			"built-in example nodes, reporting every error and warning with its code and path.\n" +
+			"With --any-nodes every node implementation is accepted (for graphs of custom workers).\n" +
+			"It exits 1 when any document has an error. No database is needed.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("expected at least one graph file")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error { return a.graphValidate(args, anyNodes) },
+	}
+	validate.Flags().BoolVar(&anyNodes, "any-nodes", false, "accept every node implementation reference")
+
+	var example bool
+	publish := &cobra.Command{
+		Use:   "publish [FILE]",
+		Short: "Store a graph document as an immutable version",
+		Long: "publish compiles the document (- reads stdin) against the built-in example nodes and\n" +
+			"stores it under its content hash. Publishing the same content again is idempotent.\n" +
+			"--example publishes the demo's loan-review graph.",
+		Args: rangeArgs(0, 1, "one graph file (or --example)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.graphPublish(cmd.Context(), args, example)
+		},
+	}
+	publish.Flags().BoolVar(&example, "example", false, "publish the built-in loan-review graph")
+
+	var showHash string
+	var showDocument bool
+	show := &cobra.Command{
+		Use:   "show GRAPH_ID",
+		Short: "Show a stored graph version and the graph's versions",
+		Args:  exactArgs(1, "a graph id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.graphShow(cmd.Context(), args[0], showHash, showDocument)
+		},
+	}
+	show.Flags().StringVar(&showHash, "hash", "", "version to show (default: the newest)")
+	show.Flags().BoolVar(&showDocument, "document", false, "print only the stored JSON document")
+
+	var format, renderHash, runID string
+	renderCmd := &cobra.Command{
+		Use:   "render [FILE | GRAPH_ID]",
+		Short: "Draw a graph as Mermaid, Graphviz DOT or text, optionally with a run's state",
+		Long: "render draws a graph document from a file (- reads stdin) or a stored version. With\n" +
+			"--run the run's state is overlaid: completed, running, retrying, waiting and failed nodes\n" +
+			"are colored and the edges that fired are drawn bold; without a graph argument the run's\n" +
+			"own graph version is drawn.",
+		Args: rangeArgs(0, 1, "a graph file or id (or --run)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.graphRender(cmd.Context(), args, render.Format(format), renderHash, runID)
+		},
+	}
+	renderCmd.Flags().StringVar(&format, "format", "mermaid", "mermaid, dot or text")
+	renderCmd.Flags().StringVar(&renderHash, "hash", "", "stored version to draw (default: the newest, or the run's)")
+	renderCmd.Flags().StringVar(&runID, "run", "", "overlay this run's state")
+	return groupCommand("graph", "Validate, publish, show and render graphs", validate, publish, show, renderCmd)
+}
+
+// readGraph parses a graph document from a file, or stdin for "-".
+func (a *app) readGraph(path string) (*graph.Graph, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if path == "-" {
+		data, err = io.ReadAll(a.io.In)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, usagef("read graph file: %v", err)
+	}
+	g, err := graph.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return g, nil
+}
+
+// anyNodes accepts every implementation reference with any configuration.
+type anyNodes struct{}
+
+func (anyNodes) ConfigSchema(string) (*schema.Schema, bool) { return nil, true }
+
+type diagnosticJSON struct {
+	Severity graph.Severity `json:"severity"`
+	Code     string         `json:"code"`
+	Path     string         `json:"path"`
+	PublicID string         `json:"public_id,omitempty"`
+	Message  string         `json:"message"`
+}
+
+type validationJSON struct {
+	File        string           `json:"file"`
+	GraphID     string           `json:"graph_id,omitempty"`
+	Valid       bool             `json:"valid"`
+	Hash        string           `json:"hash,omitempty"`
+	Diagnostics []diagnosticJSON `json:"diagnostics"`
+}
+
+func (a *app) graphValidate(files []string, permissive bool) error {
+	var impls graph.Implementations = demo.Registry()
+	if permissive {
+		impls = anyNodes{}
+	}
+	var results []validationJSON
+	invalid := 0
+	for _, file := range files {
+		g, err := a.readGraph(file)
+		if err != nil {
+			return err
+		}
+		res := validationJSON{File: file, GraphID: g.ID, Valid: true, Diagnostics: []diagnosticJSON{}}
+		for _, d := range graph.Verify(g, impls, graph.Options{Profile: graph.ProfilePublish}) {
+			if d.Severity == graph.SeverityError {
+				res.Valid = false
+			}
+			res.Diagnostics = append(res.Diagnostics, diagnosticJSON{
+				Severity: d.Severity, Code: d.Code, Path: graph.FormatPath(d.Path), PublicID: d.PublicID, Message: d.Message,
+			})
+		}
+		if res.Valid {
+			compiled, err := graph.Compile(g, impls, graph.Options{Profile: graph.ProfilePublish})
+			if err != nil {
+				return err
+			}
+			res.Hash = compiled.Hash
+		} else {
+			invalid++
+		}
+		results = append(results, res)
+	}
+	if a.json {
+		if err := printJSON(a.io.Out, results); err != nil {
+			return err
+		}
+	} else {
+		for _, res := range results {
+			if res.Valid {
+				fmt.Fprintf(a.io.Out, "%s: graph %q is valid (hash %s)\n", res.File, res.GraphID, res.Hash)
+			} else {
+				fmt.Fprintf(a.io.Out, "%s: graph %q is invalid\n", res.File, res.GraphID)
+			}
+			for _, d := range res.Diagnostics {
+				fmt.Fprintf(a.io.Out, "  %-7s %s at %s: %s\n", d.Severity, d.Code, d.Path, d.Message)
+			}
+		}
+	}
+	if invalid > 0 {
+		return failuref("%d of %d graph document(s) are invalid", invalid, len(files))
+	}
+	return nil
+}
+
+type versionJSON struct {
+	GraphID     string `json:"graph_id"`
+	Hash        string `json:"hash"`
+	PublishedAt string `json:"published_at,omitempty"`
+}
+
+func (a *app) graphPublish(ctx context.Context, args []string, example bool) error {
+	var g *graph.Graph
+	var err error
+	switch {
+	case example && len(args) > 0:
+		return usagef("give a graph file or --example, not both")
+	case example:
+		g, err = demo.Graph()
+	case len(args) == 0:
+		return usagef("expected a graph file (or --example)")
+	default:
+		g, err = a.readGraph(args[0])
+	}
+	if err != nil {
+		return err
+	}
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	ref, err := c.SaveGraph(ctx, g)
+	if err != nil {
+		return err
+	}
+	res := versionJSON{GraphID: ref.GraphID, Hash: ref.Hash}
+	if page, err := c.ListGraphVersions(ctx, ref.GraphID, ports.ListGraphVersionsParams{Limit: ports.MaxPageLimit}); err == nil {
+		for _, v := range page.Versions {
+			if v.Ref == ref {
+				res.PublishedAt = timestamp(v.PublishedAt)
+			}
+		}
+	}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	fmt.Fprintf(a.io.Out, "published %s@%s\n", ref.GraphID, ref.Hash)
+	return nil
+}
+
+type graphShowJSON struct {
+	versionJSON
+	Versions []versionJSON `json:"versions"`
+	Document *graph.Graph  `json:"document"`
+}
+
+func (a *app) graphShow(ctx context.Context, graphID, hash string, documentOnly bool) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	page, err := c.ListGraphVersions(ctx, graphID, ports.ListGraphVersionsParams{Limit: 20})
+	if err != nil {
+		return err
+	}
+	if len(page.Versions) == 0 {
+		return fmt.Errorf("graph %q: %w", graphID, ports.ErrNotFound)
+	}
+	chosen := page.Versions[0]
+	if hash != "" {
+		chosen = ports.GraphVersion{Ref: ports.GraphRef{GraphID: graphID, Hash: hash}}
+		for _, v := range page.Versions {
+			if v.Ref.Hash == hash {
+				chosen = v
+			}
+		}
+	}
+	g, err := c.FetchGraph(ctx, chosen.Ref)
+	if err != nil {
+		return fmt.Errorf("graph %s@%s: %w", graphID, chosen.Ref.Hash, err)
+	}
+	if documentOnly {
+		return printJSON(a.io.Out, g)
+	}
+	res := graphShowJSON{
+		versionJSON: versionJSON{GraphID: graphID, Hash: chosen.Ref.Hash, PublishedAt: timestamp(chosen.PublishedAt)},
+		Document:    g,
+	}
+	for _, v := range page.Versions {
+		res.Versions = append(res.Versions, versionJSON{GraphID: graphID, Hash: v.Ref.Hash, PublishedAt: timestamp(v.PublishedAt)})
+	}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	return a.printGraph(res, g)
+}
+
+func (a *app) printGraph(res graphShowJSON, g *graph.Graph) error {
+	w := a.io.Out
+	title := g.ID
+	if g.Name != "" {
+		title += " — " + g.Name
+	}
+	fmt.Fprintf(w, "graph %s\nversion %s published %s\n", title, res.Hash, orDash(res.PublishedAt))
+	if g.Description != "" {
+		fmt.Fprintf(w, "%s\n", g.Description)
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "FIELD", "KIND", "TYPE", "REDUCER")
+	for _, section := range []map[string]*graph.Field{g.Inputs, g.Fields} {
+		for _, id := range sortedKeys(section) {
+			f := section[id]
+			typ, reducerName := "-", "-"
+			if f.Schema != nil {
+				typ = string(f.Schema.Type)
+			}
+			if f.Reducer != nil {
+				reducerName = string(f.Reducer.Type)
+			}
+			kind := string(f.Kind)
+			if f.Required {
+				kind += " (required)"
+			}
+			t.row(id, kind, typ, reducerName)
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "NODE", "IMPLEMENTATION", "POLICIES")
+	for _, id := range sortedKeys(g.Nodes) {
+		n := g.Nodes[id]
+		policies := "-"
+		if len(n.Policies) > 0 {
+			policies = compactJSON(n.Policies)
+		}
+		t.row(id, orDash(n.Implementation.Ref), policies)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "EDGE", "FROM", "TO", "GUARD")
+	for _, id := range sortedKeys(g.Edges) {
+		e := g.Edges[id]
+		from := strings.Join(e.From, " + ")
+		if e.Barrier {
+			from = "[" + from + "]"
+		}
+		t.row(id, from, e.To, orDash(render.GuardText(e.Guard)))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "VERSION", "PUBLISHED")
+	for _, v := range res.Versions {
+		t.row(v.Hash, v.PublishedAt)
+	}
+	return t.flush()
+}
+
+type renderJSON struct {
+	Format  render.Format `json:"format"`
+	GraphID string        `json:"graph_id"`
+	Hash    string        `json:"hash,omitempty"`
+	RunID   string        `json:"run_id,omitempty"`
+	Status  run.Status    `json:"run_status,omitempty"`
+	Diagram string        `json:"diagram"`
+}
+
+func (a *app) graphRender(ctx context.Context, args []string, format render.Format, hash, runID string) error {
+	if _, err := render.Render(format, &graph.Graph{}, nil); err != nil {
+		return usageErr(err)
+	}
+	if len(args) == 0 && runID == "" {
+		return usagef("expected a graph file or id, or --run")
+	}
+	var g *graph.Graph
+	var err error
+	source := ""
+	if len(args) == 1 {
+		source = args[0]
+	}
+	fromFile := source == "-" || (source != "" && fileExists(source))
+	if fromFile {
+		if g, err = a.readGraph(source); err != nil {
+			return err
+		}
+	}
+	res := renderJSON{Format: format, Hash: hash}
+	var overlay *render.Overlay
+	if !fromFile || runID != "" {
+		rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		c := a.client(rt)
+		var r *run.Run
+		if runID != "" {
+			if r, err = c.FetchRun(ctx, runID); err != nil {
+				return fmt.Errorf("run %q: %w", runID, err)
+			}
+			events, err := allEvents(ctx, c, runID)
+			if err != nil {
+				return err
+			}
+			overlay = render.OverlayOf(r, events)
+			res.RunID, res.Status = r.ID, r.Status
+		}
+		if !fromFile {
+			ref, err := resolveRef(ctx, c, source, hash, r)
+			if err != nil {
+				return err
+			}
+			if g, err = c.FetchGraph(ctx, ref); err != nil {
+				return fmt.Errorf("graph %s@%s: %w", ref.GraphID, ref.Hash, err)
+			}
+			res.Hash = ref.Hash
+		}
+	}
+	res.GraphID = g.ID
+	res.Diagram, _ = render.Render(format, g, overlay)
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	_, err = io.WriteString(a.io.Out, res.Diagram)
+	return err
+}
+
+// resolveRef picks the stored version to draw: --hash, else the run's
+// version when the run is of this graph, else the newest.
+func resolveRef(ctx context.Context, c *engine.Client, graphID, hash string, r *run.Run) (ports.GraphRef, error) {
+	if graphID == "" {
+		graphID = r.GraphID
+	}
+	switch {
+	case hash != "":
+		return ports.GraphRef{GraphID: graphID, Hash: hash}, nil
+	case r != nil && r.GraphID == graphID:
+		return ports.GraphRef{GraphID: graphID, Hash: r.GraphHash}, nil
+	}
+	v, err := c.LatestGraphRef(ctx, graphID)
+	if err != nil {
+		if errors.Is(err, ports.ErrNotFound) && !strings.ContainsAny(graphID, "./") {
+			return ports.GraphRef{}, fmt.Errorf("graph %q: %w", graphID, err)
+		}
+		if errors.Is(err, ports.ErrNotFound) {
+			return ports.GraphRef{}, usagef("%q is neither a readable file nor a stored graph id", graphID)
+		}
+		return ports.GraphRef{}, err
+	}
+	return v.Ref, nil
+}
+
+func fileExists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir()
+}
+
+// allEvents reads every retained event of a run.
+func allEvents(ctx context.Context, c *engine.Client, runID string) ([]run.Event, error) {
+	var events []run.Event
+	var after int64
+	for {
+		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: ports.MaxPageLimit})
+		if err != nil {
+			return nil, fmt.Errorf("run %q events: %w", runID, err)
+		}
+		events = append(events, page.Events...)
+		if !page.HasMore {
+			return events, nil
+		}
+		after = page.NextAfterSeq
+	}
+}

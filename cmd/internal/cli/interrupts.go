@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+func (a *app) interruptsCommand() *cobra.Command {
+	var raw, text string
+	resolve := &cobra.Command{
+		Use:   "resolve RUN_ID INTERRUPT_ID",
+		Short: "Answer an open interrupt",
+		Long: "resolve writes the answer into the interrupt's resume field and commits it; a worker then\n" +
+			"drives the run on. The answer is --value (JSON, @FILE or -) or --string (a plain string).\n" +
+			"An answer the interrupt's schema rejects is invalid input (exit 2); an interrupt already\n" +
+			"resolved or a finished run is a conflict (exit 4).",
+		Args: exactArgs(2, "a run id", "an interrupt id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var v any
+			switch {
+			case raw != "" && cmd.Flags().Changed("string"):
+				return usagef("give --value or --string, not both")
+			case cmd.Flags().Changed("string"):
+				v = text
+			case raw != "":
+				var err error
+				if v, err = a.readValue("--value", raw); err != nil {
+					return err
+				}
+			default:
+				return usagef("expected the answer as --value JSON or --string TEXT")
+			}
+			return a.interruptsResolve(cmd.Context(), args[0], args[1], v)
+		},
+	}
+	resolve.Flags().StringVar(&raw, "value", "", "the answer as JSON, @FILE or -")
+	resolve.Flags().StringVar(&text, "string", "", "the answer as a plain string")
+
+	var limit int
+	list := &cobra.Command{
+		Use:   "list [RUN_ID]",
+		Short: "List open interrupts of a run, or of every waiting run",
+		Args:  rangeArgs(0, 1, "at most one run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > ports.MaxPageLimit {
+				return usagef("--limit %d: want 1 to %d", limit, ports.MaxPageLimit)
+			}
+			return a.interruptsList(cmd.Context(), args, limit)
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 50, "waiting runs to look at, newest first (without RUN_ID)")
+	return groupCommand("interrupts", "List and resolve interrupts", list, resolve)
+}
+
+func (a *app) interruptsResolve(ctx context.Context, runID, interruptID string, v any) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	r, err := a.client(rt).ResolveInterrupt(ctx, runID, interruptID, v)
+	if err != nil {
+		return fmt.Errorf("run %q interrupt %q: %w", runID, interruptID, err)
+	}
+	if a.json {
+		return printJSON(a.io.Out, toRunJSON(r, nil))
+	}
+	answer, _ := json.Marshal(v)
+	fmt.Fprintf(a.io.Out, "run %s: interrupt %s resolved with %s; the run is %s\n", r.ID, interruptID, answer, r.Status)
+	return nil
+}
+
+func (a *app) interruptsList(ctx context.Context, args []string, limit int) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	var runs []*run.Run
+	if len(args) == 1 {
+		r, err := c.FetchRun(ctx, args[0])
+		if err != nil {
+			return fmt.Errorf("run %q: %w", args[0], err)
+		}
+		runs = append(runs, r)
+	} else {
+		page, err := c.ListRuns(ctx, ports.ListRunsParams{Limit: limit, Statuses: []run.Status{run.StatusWaiting}})
+		if err != nil {
+			return err
+		}
+		for _, s := range page.Runs {
+			r, err := c.FetchRun(ctx, s.RunID)
+			if err != nil {
+				continue // finished and pruned since the listing
+			}
+			runs = append(runs, r)
+		}
+	}
+	open := []interruptJSON{}
+	for _, r := range runs {
+		for _, in := range interruptsOf(r, true) {
+			if in.Status == run.InterruptOpen {
+				open = append(open, in)
+			}
+		}
+	}
+	if a.json {
+		return printJSON(a.io.Out, open)
+	}
+	t := newTable(a.io.Out, "RUN", "INTERRUPT", "NODE", "RESUMES", "CREATED", "METADATA")
+	for _, in := range open {
+		t.row(in.RunID, in.ID, in.NodeID, in.ResumeChannel, shortTimeOf(in.CreatedAt), orDash(compactMeta(in.Metadata)))
+	}
+	return t.flush()
+}

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/migrations"
+)
+
+func (a *app) migrateCommand() *cobra.Command {
+	var upTarget, downTarget int
+	var yes bool
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Install or upgrade the Docket schema to this build's version",
+		Long: "up migrates the schema forward, one version per transaction, to --target (default: the\n" +
+			"version this build needs). Concurrent migrators of one schema serialize; a version already\n" +
+			"installed is left alone, and up never downgrades.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.migrate(cmd.Context(), true, upTarget)
+		},
+	}
+	up.Flags().IntVar(&upTarget, "target", migrations.CurrentVersion, "version to end at")
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Downgrade the Docket schema (deletes data; needs --yes)",
+		Long: "down migrates the schema back to --target, one version per transaction. Target 0 (the\n" +
+			"default) removes every Docket table with its runs, events and graphs; the schema itself stays.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !yes {
+				return usagef("migrate down deletes Docket tables and their data: pass --yes to confirm")
+			}
+			return a.migrate(cmd.Context(), false, downTarget)
+		},
+	}
+	down.Flags().IntVar(&downTarget, "target", 0, "version to end at (0 removes every Docket object)")
+	down.Flags().BoolVar(&yes, "yes", false, "confirm that data may be deleted")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the schema's version and whether it matches this build",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.migrateStatus(cmd.Context()) },
+	}
+	return groupCommand("migrate", "Manage the Docket schema (up, down, status)", up, down, status)
+}
+
+type migrateJSON struct {
+	Schema  string `json:"schema"`
+	From    int    `json:"from"`
+	To      int    `json:"to"`
+	Changed bool   `json:"changed"`
+}
+
+// migrate steps one version per transaction so the bar shows progress
+// and an interruption keeps every finished version.
+func (a *app) migrate(ctx context.Context, upward bool, target int) error {
+	if target < 0 || target > migrations.CurrentVersion {
+		return usagef("--target %d: want 0 to %d", target, migrations.CurrentVersion)
+	}
+	if upward && target == 0 {
+		return usagef("--target 0: up needs a version from 1 to %d", migrations.CurrentVersion)
+	}
+	pool, cleanup, err := a.openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	schema, err := a.migrationSchema()
+	if err != nil {
+		return err
+	}
+	from, err := migrations.Status(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	if from > migrations.CurrentVersion {
+		return &migrations.VersionError{Schema: schema, Found: from, Want: migrations.CurrentVersion}
+	}
+	var versions []int
+	switch {
+	case upward:
+		for v := from + 1; v <= target; v++ {
+			versions = append(versions, v)
+		}
+	default:
+		for v := from - 1; v >= target; v-- {
+			versions = append(versions, v)
+		}
+	}
+	b := a.progress(len(versions), "migrating "+schema)
+	to := from
+	for _, v := range versions {
+		if to, err = migrateTo(ctx, pool, schema, upward, v); err != nil {
+			b.finish()
+			return err
+		}
+		b.add(1)
+	}
+	b.finish()
+	res := migrateJSON{Schema: schema, From: from, To: to, Changed: from != to}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	if !res.Changed {
+		fmt.Fprintf(a.io.Out, "schema %q is at version %d: nothing to do\n", schema, from)
+		return nil
+	}
+	fmt.Fprintf(a.io.Out, "schema %q migrated from version %d to %d\n", schema, from, to)
+	return nil
+}
+
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, upward bool, v int) (int, error) {
+	opts := migrations.Options{Schema: schema, Target: v}
+	var (
+		res migrations.Result
+		err error
+	)
+	if upward {
+		res, err = migrations.Up(ctx, pool, opts)
+	} else {
+		res, err = migrations.Down(ctx, pool, opts)
+	}
+	return res.To, err
+}
+
+// migrationSchema is --schema, else the migrations' default (public).
+func (a *app) migrationSchema() (string, error) {
+	if a.schema == "" {
+		return migrations.DefaultSchema, nil
+	}
+	return a.schema, migrations.ValidateSchema(a.schema)
+}
+
+type migrateStatusJSON struct {
+	Schema         string   `json:"schema"`
+	Version        int      `json:"version"`
+	CurrentVersion int      `json:"current_version"`
+	UpToDate       bool     `json:"up_to_date"`
+	Problem        string   `json:"problem,omitempty"`
+	Missing        []string `json:"missing,omitempty"`
+}
+
+func (a *app) migrateStatus(ctx context.Context) error {
+	pool, cleanup, err := a.openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	schema, err := a.migrationSchema()
+	if err != nil {
+		return err
+	}
+	version, err := migrations.Status(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	res := migrateStatusJSON{Schema: schema, Version: version, CurrentVersion: migrations.CurrentVersion}
+	if err := migrations.Check(ctx, pool, schema); err != nil {
+		var ve *migrations.VersionError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		res.Problem, res.Missing = ve.Error(), ve.Missing
+	} else {
+		res.UpToDate = true
+	}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	if res.UpToDate {
+		fmt.Fprintf(a.io.Out, "schema %q: version %d, up to date\n", schema, version)
+		return nil
+	}
+	fmt.Fprintf(a.io.Out, "schema %q: version %d, this build needs %d\n%s\n", schema, version, migrations.CurrentVersion, res.Problem)
+	return nil
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/ports"
+)
+
+// retention is a duration flag that also accepts whole days ("30d").
+type retention struct {
+	d   time.Duration
+	set bool
+}
+
+func (r *retention) String() string {
+	if !r.set {
+		return ""
+	}
+	return r.d.String()
+}
+
+func (r *retention) Set(s string) error {
+	d, err := parseRetention(s)
+	if err != nil {
+		return err
+	}
+	r.d, r.set = d, true
+	return nil
+}
+
+func (r *retention) Type() string { return "duration" }
+
+func parseRetention(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q: want a duration such as 72h or 30d", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want a duration such as 72h or 30d", s)
+	}
+	return d, nil
+}
+
+type pruneJSON struct {
+	Passes               int `json:"passes"`
+	EventsDeleted        int `json:"events_deleted"`
+	RunsDeleted          int `json:"runs_deleted"`
+	CascadeEventsDeleted int `json:"cascade_events_deleted"`
+	GraphsDeleted        int `json:"graphs_deleted"`
+}
+
+func (a *app) pruneCommand() *cobra.Command {
+	var events, runs retention
+	var batch, keep, maxPasses int
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Delete old events, finished runs and unused graph versions",
+		Long: "prune deletes events older than --event-retention, finished runs (with their events) last\n" +
+			"updated before --run-retention, and graph versions beyond the newest --keep-graph-versions\n" +
+			"of each graph that no run references. It runs bounded passes (--batch-size rows of each\n" +
+			"kind) until one deletes nothing. Running and waiting runs are never deleted. Retention is\n" +
+			"a deliberate loss: both retentions are required.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !events.set || !runs.set {
+				return usagef("--event-retention and --run-retention are required (for example 7d and 30d)")
+			}
+			cfg := postgres.PruneConfig{EventRetention: events.d, RunRetention: runs.d, BatchSize: batch, KeepGraphVersions: keep}
+			if err := cfg.Validate(); err != nil {
+				return usageErr(err)
+			}
+			if maxPasses < 0 {
+				return usagef("--max-passes must not be negative")
+			}
+			return a.prune(cmd.Context(), cfg, maxPasses)
+		},
+	}
+	cmd.Flags().Var(&events, "event-retention", "delete events older than this (e.g. 7d, 72h)")
+	cmd.Flags().Var(&runs, "run-retention", "delete finished runs last updated longer ago than this (e.g. 30d)")
+	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one pass deletes at most")
+	cmd.Flags().IntVar(&keep, "keep-graph-versions", ports.DefaultKeptGraphVersions, "newest versions of each graph to keep")
+	cmd.Flags().IntVar(&maxPasses, "max-passes", 0, "stop after this many passes (0: until nothing is left)")
+	return cmd
+}
+
+func (a *app) prune(ctx context.Context, cfg postgres.PruneConfig, maxPasses int) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var total pruneJSON
+	b := a.progress(-1, "pruning")
+	for maxPasses == 0 || total.Passes < maxPasses {
+		res, err := rt.Postgres.PrunePass(ctx, cfg, time.Time{})
+		if err != nil {
+			b.finish()
+			return err
+		}
+		if res.Locked {
+			b.finish()
+			return failuref("another prune pass holds the lock of schema %q; try again when it is done", rt.Schema)
+		}
+		total.Passes++
+		total.EventsDeleted += res.EventsDeleted
+		total.RunsDeleted += res.RunsDeleted
+		total.CascadeEventsDeleted += res.CascadeEventsDeleted
+		total.GraphsDeleted += res.GraphsDeleted
+		deleted := res.EventsDeleted + res.RunsDeleted + res.GraphsDeleted
+		b.add(deleted)
+		b.describe(fmt.Sprintf("pruning (pass %d)", total.Passes))
+		if deleted == 0 {
+			break
+		}
+	}
+	b.finish()
+	if a.json {
+		return printJSON(a.io.Out, total)
+	}
+	fmt.Fprintf(a.io.Out, "pruned %d events, %d runs (with %d of their events) and %d graph versions in %d pass(es)\n",
+		total.EventsDeleted, total.RunsDeleted, total.CascadeEventsDeleted, total.GraphsDeleted, total.Passes)
+	return nil
+}

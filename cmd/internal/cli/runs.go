@@ -1,0 +1,657 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
+	"github.com/docketgo/docket/ports"
+)
+
+func (a *app) runsCommand() *cobra.Command {
+	return groupCommand("runs", "Start, list, inspect and steer runs",
+		a.runsListCommand(), a.runsShowCommand(), a.runsEventsCommand(), a.runsStartCommand(),
+		a.runsAwaitCommand(), a.runsCancelCommand(), a.runsRetryCommand())
+}
+
+// ---------------------------------------------------------------- list
+
+type runFilter struct {
+	statuses []string
+	graphID  string
+	hash     string
+}
+
+func (f *runFilter) register(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&f.statuses, "status", nil, "only runs in these statuses: running, waiting, done, failed, cancelled")
+	cmd.Flags().StringVar(&f.graphID, "graph", "", "only runs of this graph id")
+	cmd.Flags().StringVar(&f.hash, "hash", "", "only runs of this graph version")
+}
+
+func (f *runFilter) params() (ports.ListRunsParams, error) {
+	p := ports.ListRunsParams{GraphID: f.graphID, GraphHash: f.hash}
+	for _, s := range f.statuses {
+		status := run.Status(strings.TrimSpace(s))
+		switch status {
+		case run.StatusRunning, run.StatusWaiting, run.StatusDone, run.StatusFailed, run.StatusCancelled:
+			p.Statuses = append(p.Statuses, status)
+		default:
+			return p, usagef("--status %q: want running, waiting, done, failed or cancelled", s)
+		}
+	}
+	return p, nil
+}
+
+// formatRunCursor and parseRunCursor encode a ListRuns position as
+// "<started_at RFC 3339>/<run id>".
+func formatRunCursor(c *ports.RunCursor) string {
+	if c == nil {
+		return ""
+	}
+	return c.StartedAt.UTC().Format(time.RFC3339Nano) + "/" + c.RunID
+}
+
+func parseRunCursor(s string) (*ports.RunCursor, error) {
+	at, id, ok := strings.Cut(s, "/")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if !ok || err != nil || id == "" {
+		return nil, usagef("--before %q: want a cursor printed by runs list (<time>/<run id>)", s)
+	}
+	return &ports.RunCursor{StartedAt: ports.Micros(t), RunID: id}, nil
+}
+
+type runPageJSON struct {
+	Runs       []summaryJSON `json:"runs"`
+	NextBefore string        `json:"next_before,omitempty"`
+	HasMore    bool          `json:"has_more"`
+}
+
+func (a *app) runsListCommand() *cobra.Command {
+	var filter runFilter
+	var limit int
+	var before string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := filter.params()
+			if err != nil {
+				return err
+			}
+			if limit < 1 || limit > ports.MaxPageLimit {
+				return usagef("--limit %d: want 1 to %d", limit, ports.MaxPageLimit)
+			}
+			p.Limit = limit
+			if before != "" {
+				if p.Before, err = parseRunCursor(before); err != nil {
+					return err
+				}
+			}
+			return a.runsList(cmd.Context(), p, all)
+		},
+	}
+	filter.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 50, "runs per page (1 to 1000)")
+	cmd.Flags().StringVar(&before, "before", "", "continue after this cursor (printed by the previous page)")
+	cmd.Flags().BoolVar(&all, "all", false, "list every page")
+	return cmd
+}
+
+func (a *app) runsList(ctx context.Context, p ports.ListRunsParams, all bool) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	res := runPageJSON{Runs: []summaryJSON{}}
+	for {
+		page, err := c.ListRuns(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, s := range page.Runs {
+			res.Runs = append(res.Runs, toSummaryJSON(s))
+		}
+		res.HasMore, res.NextBefore = page.HasMore, formatRunCursor(page.NextBefore)
+		if !all || !page.HasMore {
+			break
+		}
+		p.Before = page.NextBefore
+	}
+	if !res.HasMore {
+		res.NextBefore = ""
+	}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	t := newTable(a.io.Out, "RUN", "GRAPH", "STATUS", "STEP", "SEQ", "STARTED", "UPDATED")
+	for _, s := range res.Runs {
+		t.row(s.RunID, s.GraphID+"@"+short(s.GraphHash), string(s.Status), fmt.Sprint(s.Step), fmt.Sprint(s.CheckpointSeq),
+			shortTimeOf(s.StartedAt), shortTimeOf(s.UpdatedAt))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if res.HasMore {
+		a.say("more runs: docket runs list --before %s", res.NextBefore)
+	}
+	return nil
+}
+
+// short abbreviates a hash for tables.
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func shortTimeOf(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return orDash(ts)
+	}
+	return shortTime(t)
+}
+
+// ---------------------------------------------------------------- show
+
+func (a *app) runsShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show a run: status, input, output, failure, interrupts, tasks and queue state",
+		Args:  exactArgs(1, "a run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			info, err := a.client(rt).InspectRun(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("run %q: %w", args[0], err)
+			}
+			if a.json {
+				return printJSON(a.io.Out, toRunJSON(info.Run, info))
+			}
+			return a.printRun(toRunJSON(info.Run, info))
+		},
+	}
+}
+
+func (a *app) printRun(r runJSON) error {
+	w := a.io.Out
+	line := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "  %-12s %s\n", label, value)
+		}
+	}
+	fmt.Fprintf(w, "run %s\n", r.RunID)
+	line("tenant", r.Tenant)
+	line("graph", r.GraphID+"@"+r.GraphHash)
+	line("status", fmt.Sprintf("%s (step %d, checkpoint %d)", r.Status, r.Step, r.CheckpointSeq))
+	line("started", r.StartedAt)
+	line("updated", r.UpdatedAt)
+	line("finished", r.FinishedAt)
+	line("input", compactJSON(r.Input))
+	if r.Output != nil {
+		line("output", compactJSON(r.Output))
+	}
+	if len(r.Metadata) > 0 {
+		line("metadata", compactJSON(r.Metadata))
+	}
+	if f := r.Failure; f != nil {
+		text := f.Code + ": " + f.Message
+		if f.NodeID != "" {
+			text += " (node " + f.NodeID + ")"
+		}
+		line("failure", text)
+	}
+	if len(r.PendingNodes) > 0 {
+		line("pending", strings.Join(r.PendingNodes, ", "))
+	}
+	if o := r.Operational; o != nil {
+		queue := fmt.Sprintf("claim attempts %d, abandons %d", o.ClaimAttempts, o.ClaimAbandons)
+		if o.WakeAt != "" {
+			queue = "wake at " + o.WakeAt + ", " + queue
+		}
+		if o.ClaimedAt != "" {
+			queue = "claimed at " + o.ClaimedAt + ", " + queue
+		}
+		line("queue", queue)
+		if o.Poisoned {
+			line("poisoned", o.PoisonedAt+": "+o.PoisonReason+" (docket runs retry "+r.RunID+")")
+		}
+	}
+	if len(r.Interrupts) > 0 {
+		fmt.Fprintln(w, "\ninterrupts:")
+		t := newTable(w, "  ID", "NODE", "STATUS", "RESUMES", "METADATA")
+		for _, in := range r.Interrupts {
+			t.row("  "+in.ID, in.NodeID, in.Status, in.ResumeChannel, orDash(compactMeta(in.Metadata)))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.ActiveTasks) > 0 {
+		fmt.Fprintln(w, "\nactive tasks:")
+		t := newTable(w, "  TASK", "NODE", "ATTEMPT", "STATUS")
+		for _, task := range r.ActiveTasks {
+			t.row("  "+task.TaskID, task.NodeID, fmt.Sprint(task.Attempt), task.Status)
+		}
+		return t.flush()
+	}
+	return nil
+}
+
+func compactMeta(m map[string]any) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return compactJSON(m)
+}
+
+// ---------------------------------------------------------------- events
+
+type eventPageJSON struct {
+	RunID              string      `json:"run_id"`
+	Events             []eventJSON `json:"events"`
+	NextAfterSeq       int64       `json:"next_after_seq"`
+	HasMore            bool        `json:"has_more"`
+	OldestAvailableSeq *int64      `json:"oldest_available_seq"`
+	LatestAvailableSeq *int64      `json:"latest_available_seq"`
+	LatestSeq          int64       `json:"latest_seq"`
+}
+
+func (a *app) runsEventsCommand() *cobra.Command {
+	var after int64
+	var limit int
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "events RUN_ID",
+		Short: "List a run's retained events in order",
+		Args:  exactArgs(1, "a run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if after < 0 {
+				return usagef("--after %d: must not be negative", after)
+			}
+			if limit < 1 || limit > ports.MaxPageLimit {
+				return usagef("--limit %d: want 1 to %d", limit, ports.MaxPageLimit)
+			}
+			return a.runsEvents(cmd.Context(), args[0], after, limit, all)
+		},
+	}
+	cmd.Flags().Int64Var(&after, "after", 0, "only events after this sequence number")
+	cmd.Flags().IntVar(&limit, "limit", ports.DefaultEventPageLimit, "events per page (1 to 1000)")
+	cmd.Flags().BoolVar(&all, "all", false, "list every page")
+	return cmd
+}
+
+func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit int, all bool) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	res := eventPageJSON{RunID: runID, Events: []eventJSON{}}
+	for {
+		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: limit})
+		if err != nil {
+			return fmt.Errorf("run %q: %w", runID, err)
+		}
+		for _, e := range page.Events {
+			res.Events = append(res.Events, toEventJSON(e))
+		}
+		res.NextAfterSeq, res.HasMore = page.NextAfterSeq, page.HasMore
+		res.OldestAvailableSeq, res.LatestAvailableSeq, res.LatestSeq = page.OldestAvailableSeq, page.LatestAvailableSeq, page.LatestSeq
+		if !all || !page.HasMore {
+			break
+		}
+		after = page.NextAfterSeq
+	}
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	t := newTable(a.io.Out, "SEQ", "STEP", "TYPE", "DETAIL", "TIME")
+	for _, e := range res.Events {
+		t.row(fmt.Sprint(e.Seq), fmt.Sprint(e.Step), string(e.Type), eventDetailJSON(e), e.Timestamp)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if res.HasMore {
+		a.say("more events: docket runs events %s --after %d", runID, res.NextAfterSeq)
+	}
+	return nil
+}
+
+func eventDetailJSON(e eventJSON) string {
+	return eventDetail(run.Event{Type: e.Type, NodeID: e.NodeID, ChannelID: e.ChannelID, Payload: e.Payload, Metadata: e.Metadata})
+}
+
+// ---------------------------------------------------------------- start
+
+func (a *app) runsStartCommand() *cobra.Command {
+	var hash, input, metadata, key, runID string
+	var await time.Duration
+	cmd := &cobra.Command{
+		Use:   "start GRAPH_ID",
+		Short: "Start a run of a published graph",
+		Long: "start initializes a run of the newest version of GRAPH_ID (or --hash) with --input, a JSON\n" +
+			"object given inline, as @FILE, or - for stdin. Numbers keep their JSON form: 1500 is an\n" +
+			"integer, 1500.0 a float. A worker drives the run; --await waits for it to finish or to\n" +
+			"wait for input.",
+		Args: exactArgs(1, "a graph id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.readObject("--input", input)
+			if err != nil {
+				return err
+			}
+			meta, err := a.readObject("--metadata", metadata)
+			if err != nil {
+				return err
+			}
+			if len(meta) == 0 {
+				meta = nil
+			}
+			var opts []engine.StartOption
+			if key != "" {
+				opts = append(opts, engine.WithIdempotencyKey(key))
+			}
+			if runID != "" {
+				opts = append(opts, engine.WithRunID(runID))
+			}
+			if meta != nil {
+				opts = append(opts, engine.WithMetadata(meta))
+			}
+			return a.runsStart(cmd.Context(), args[0], hash, in, opts, await)
+		},
+	}
+	cmd.Flags().StringVar(&hash, "hash", "", "graph version (default: the newest)")
+	cmd.Flags().StringVar(&input, "input", "{}", "run input: a JSON object, @FILE or -")
+	cmd.Flags().StringVar(&metadata, "metadata", "", "application metadata: a JSON object, @FILE or -")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "start at most one run per key (a repeat returns the same run)")
+	cmd.Flags().StringVar(&runID, "run-id", "", "the new run's id (default: generated)")
+	cmd.Flags().DurationVar(&await, "await", 0, "wait this long for the run to finish or wait for input")
+	return cmd
+}
+
+// readObject decodes a JSON object from an inline value, @FILE or -.
+func (a *app) readObject(flag, raw string) (map[string]any, error) {
+	v, err := a.readValue(flag, raw)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, usagef("%s: want a JSON object, got %s", flag, value.KindName(v))
+	}
+	return m, nil
+}
+
+// readValue decodes a portable JSON value from an inline value, @FILE or
+// - (stdin); "" is nil.
+func (a *app) readValue(flag, raw string) (any, error) {
+	var data []byte
+	switch {
+	case raw == "":
+		return nil, nil
+	case raw == "-":
+		b, err := io.ReadAll(a.io.In)
+		if err != nil {
+			return nil, usagef("%s: read stdin: %v", flag, err)
+		}
+		data = b
+	case strings.HasPrefix(raw, "@"):
+		b, err := os.ReadFile(raw[1:])
+		if err != nil {
+			return nil, usagef("%s: %v", flag, err)
+		}
+		data = b
+	default:
+		data = []byte(raw)
+	}
+	v, err := value.DecodeJSON(data)
+	if err != nil {
+		return nil, usagef("%s: not valid JSON: %v", flag, err)
+	}
+	return v, nil
+}
+
+func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[string]any, opts []engine.StartOption, await time.Duration) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	ref := ports.GraphRef{GraphID: graphID, Hash: hash}
+	if hash == "" {
+		v, err := c.LatestGraphRef(ctx, graphID)
+		if err != nil {
+			return fmt.Errorf("graph %q: %w", graphID, err)
+		}
+		ref = v.Ref
+	}
+	r, err := c.StartRun(ctx, ref, input, opts...)
+	if err != nil {
+		return err
+	}
+	if await > 0 {
+		if r, err = c.AwaitRun(ctx, r.ID, await); err != nil {
+			return err
+		}
+	}
+	if a.json {
+		return printJSON(a.io.Out, toRunJSON(r, nil))
+	}
+	fmt.Fprintf(a.io.Out, "run %s of %s@%s: %s\n", r.ID, r.GraphID, short(r.GraphHash), r.Status)
+	if r.Output != nil {
+		fmt.Fprintf(a.io.Out, "output: %s\n", compactJSON(r.Output))
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- await
+
+func (a *app) runsAwaitCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "await RUN_ID",
+		Short: "Wait until a run finishes or waits for input",
+		Long: "await returns once the run is done, failed, cancelled or waiting for an interrupt, and\n" +
+			"exits 5 when --timeout passes first. A poisoned run is reported at once (exit 1).",
+		Args: exactArgs(1, "a run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if timeout < 0 {
+				return usagef("--timeout must not be negative")
+			}
+			rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout)
+			if err != nil {
+				return fmt.Errorf("run %q: %w", args[0], err)
+			}
+			if a.json {
+				return printJSON(a.io.Out, toRunJSON(r, nil))
+			}
+			fmt.Fprintf(a.io.Out, "run %s: %s\n", r.ID, r.Status)
+			if r.Output != nil {
+				fmt.Fprintf(a.io.Out, "output: %s\n", compactJSON(r.Output))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
+	return cmd
+}
+
+// ---------------------------------------------------------------- cancel
+
+type signalJSON struct {
+	RunID  string     `json:"run_id"`
+	Status run.Status `json:"status"`
+	Result string     `json:"result"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+func (a *app) runsCancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN_ID...",
+		Short: "Cancel running or waiting runs",
+		Long: "cancel commits a cancellation of each run; a worker executing it loses its commit.\n" +
+			"Cancelling a cancelled run changes nothing; a done or failed run is a conflict (exit 4).",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("expected at least one run id")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			c := a.client(rt)
+			var results []signalJSON
+			for _, id := range args {
+				r, err := c.CancelRun(ctx, id)
+				if err != nil {
+					return fmt.Errorf("cancel run %q: %w", id, err)
+				}
+				results = append(results, signalJSON{RunID: r.ID, Status: r.Status, Result: "cancelled"})
+			}
+			if a.json {
+				return printJSON(a.io.Out, results)
+			}
+			for _, res := range results {
+				fmt.Fprintf(a.io.Out, "run %s: %s\n", res.RunID, res.Status)
+			}
+			return nil
+		},
+	}
+}
+
+// ---------------------------------------------------------------- retry
+
+func (a *app) runsRetryCommand() *cobra.Command {
+	var allPoisoned bool
+	var graphID string
+	cmd := &cobra.Command{
+		Use:   "retry [RUN_ID...]",
+		Short: "Clear poison from runs so workers claim them again",
+		Long: "retry clears the poison of each poisoned run (claim counters reset, due now; the run's\n" +
+			"document and checkpoints do not change). Healthy runs are left alone. --all-poisoned\n" +
+			"retries every poisoned run (optionally of one --graph) instead of named ones.",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case allPoisoned && len(args) > 0:
+				return usagef("give run ids or --all-poisoned, not both")
+			case !allPoisoned && len(args) == 0:
+				return usagef("expected run ids or --all-poisoned")
+			case graphID != "" && !allPoisoned:
+				return usagef("--graph filters --all-poisoned only")
+			}
+			return a.runsRetry(cmd.Context(), args, allPoisoned, graphID)
+		},
+	}
+	cmd.Flags().BoolVar(&allPoisoned, "all-poisoned", false, "retry every poisoned run")
+	cmd.Flags().StringVar(&graphID, "graph", "", "with --all-poisoned: only runs of this graph id")
+	return cmd
+}
+
+type retryJSON struct {
+	Scanned int          `json:"scanned"`
+	Runs    []signalJSON `json:"runs"`
+}
+
+func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID string) error {
+	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c := a.client(rt)
+	if all {
+		// Poison lives on running rows only (admission never claims a
+		// waiting or finished run).
+		p := ports.ListRunsParams{Limit: ports.MaxPageLimit, GraphID: graphID, Statuses: []run.Status{run.StatusRunning}}
+		for {
+			page, err := c.ListRuns(ctx, p)
+			if err != nil {
+				return err
+			}
+			for _, s := range page.Runs {
+				ids = append(ids, s.RunID)
+			}
+			if !page.HasMore {
+				break
+			}
+			p.Before = page.NextBefore
+		}
+	}
+	res := retryJSON{Runs: []signalJSON{}}
+	b := a.progress(len(ids), "checking runs")
+	defer b.finish()
+	for _, id := range ids {
+		info, err := c.InspectRun(ctx, id)
+		b.add(1)
+		switch {
+		case all && errors.Is(err, ports.ErrNotFound):
+			continue // pruned or gone since the listing
+		case err != nil:
+			return fmt.Errorf("run %q: %w", id, err)
+		}
+		res.Scanned++
+		if !info.Poisoned() {
+			if !all {
+				res.Runs = append(res.Runs, signalJSON{RunID: id, Status: info.Run.Status, Result: "not_poisoned"})
+			}
+			continue
+		}
+		r, err := c.RetryPoisonedRun(ctx, id)
+		if err != nil {
+			return fmt.Errorf("retry run %q: %w", id, err)
+		}
+		res.Runs = append(res.Runs, signalJSON{RunID: id, Status: r.Status, Result: "retried", Reason: info.PoisonReason})
+	}
+	b.finish()
+	if a.json {
+		return printJSON(a.io.Out, res)
+	}
+	retried := 0
+	for _, r := range res.Runs {
+		switch r.Result {
+		case "retried":
+			retried++
+			fmt.Fprintf(a.io.Out, "run %s: poison cleared (was %s), due now\n", r.RunID, r.Reason)
+		default:
+			fmt.Fprintf(a.io.Out, "run %s: not poisoned, left alone\n", r.RunID)
+		}
+	}
+	if all {
+		fmt.Fprintf(a.io.Out, "retried %d poisoned run(s) of %d checked\n", retried, res.Scanned)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/prune"
+)
+
+func (a *app) workerCommand() *cobra.Command {
+	var concurrency int
+	var pollInterval, drainTimeout, runFor, pruneInterval time.Duration
+	var pollOnly bool
+	var events, runs retention
+	var batch int
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run an engine with the built-in example nodes until stopped",
+		Long: "worker claims due runs and drives them with the built-in example nodes (demo.*), waking on\n" +
+			"LISTEN/NOTIFY (unless --poll-only) and polling every --poll-interval. Start as many workers\n" +
+			"as you like on one database. Ctrl-C or SIGTERM stops claiming, lets running work reach its\n" +
+			"next checkpoint for up to --drain-timeout, and exits 0. With --run-retention (and\n" +
+			"--event-retention) the worker also prunes every --prune-interval.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := engine.Config{
+				PollOnly: pollOnly,
+				Dispatcher: engine.DispatcherConfig{
+					Concurrency:  concurrency,
+					PollInterval: pollInterval,
+					DrainTimeout: drainTimeout,
+				},
+			}
+			if events.set != runs.set {
+				return usagef("pruning needs both --event-retention and --run-retention")
+			}
+			if runs.set {
+				cfg.Pruner = &prune.Config{Interval: pruneInterval, EventRetention: events.d, RunRetention: runs.d, BatchSize: batch}
+			}
+			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 {
+				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout and --for not negative")
+			}
+			return a.worker(cmd.Context(), cfg, runFor)
+		},
+	}
+	cmd.Flags().IntVar(&concurrency, "concurrency", engine.DefaultConcurrency, "runs driven at once")
+	cmd.Flags().DurationVar(&pollInterval, "poll-interval", engine.DefaultPollInterval, "longest wait between polls")
+	cmd.Flags().DurationVar(&drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "how long stopping waits for running work")
+	cmd.Flags().BoolVar(&pollOnly, "poll-only", false, "do not LISTEN for wake-ups (e.g. behind PgBouncer transaction pooling)")
+	cmd.Flags().DurationVar(&runFor, "for", 0, "stop after this long (0: until Ctrl-C or SIGTERM)")
+	cmd.Flags().Var(&events, "event-retention", "prune events older than this (e.g. 7d)")
+	cmd.Flags().Var(&runs, "run-retention", "prune finished runs older than this (e.g. 30d)")
+	cmd.Flags().DurationVar(&pruneInterval, "prune-interval", time.Hour, "time between prune passes")
+	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one prune pass deletes at most")
+	return cmd
+}
+
+func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration) error {
+	rt, cleanup, err := a.openEngine(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := rt.Engine.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	wake := "LISTEN/NOTIFY and polling"
+	if cfg.PollOnly {
+		wake = "polling only"
+	}
+	a.say("docket worker: schema %q, %s, nodes %s; Ctrl-C stops", rt.Schema, wake, strings.Join(demo.Registry().Refs(), ", "))
+	wait := ctx
+	if runFor > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, runFor)
+		defer cancel()
+	}
+	<-wait.Done()
+	a.say("docket worker: stopping (finishing running work)")
+	// The stop gets its own budget: the command's context is already done.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Dispatcher.DrainTimeout+time.Second)
+	defer cancel()
+	if err := rt.Engine.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("stop the worker: %w", err)
+	}
+	a.say("docket worker: stopped")
+	return nil
+}

@@ -1,0 +1,73 @@
+package wiring_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/cmd/wiring"
+	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/pgtest"
+	"github.com/docketgo/docket/ports"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestNewPoolNeverEchoesTheDatabaseURL(t *testing.T) {
+	t.Parallel()
+	_, _, err := wiring.NewPool(context.Background(), "postgres://u:hunter2@host:notaport/db")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, wiring.ErrDatabaseURL))
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
+// The notifier slot decides whether the store offers a listener, and so
+// whether dispatchers wake on NOTIFY or only poll.
+func TestNotifierSetsDecideTheListenCapability(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(db.URL))
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+	_, err = migrations.Up(ctx, pool, migrations.Options{Schema: schema})
+	require.NoError(t, err)
+	resolved, err := wiring.ResolveSchema(ctx, pool, wiring.SchemaName(schema))
+	require.NoError(t, err)
+
+	listener, err := wiring.NewListener(pool, resolved, nil, wiring.NoTelemetry())
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		notifier ports.Notifier
+		listen   bool
+	}{
+		"listen":    {listener, true},
+		"poll only": {wiring.PollOnly(), false},
+	} {
+		store, closeStore, err := wiring.NewPostgresStore(ctx, pool, resolved, tc.notifier, wiring.NoTelemetry())
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.listen, store.Capabilities().Listen, name)
+		e, err := wiring.NewEngine(engine.Config{}, store, demo.Registry(), wiring.NoTelemetry(), nil)
+		require.NoError(t, err, name)
+		rt := wiring.NewPostgresRuntime(e, store, pool, resolved)
+		assert.Equal(t, wiring.Schema(schema), rt.Schema)
+		closeStore()
+	}
+}
+
+func TestAStoreRefusesAnUnmigratedSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.SharedDatabase(t)
+	pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(db.URL))
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+	_, _, err = wiring.NewPostgresStore(ctx, pool, wiring.Schema(db.NewSchema(t)), wiring.PollOnly(), wiring.NoTelemetry())
+	assert.True(t, errors.Is(err, migrations.ErrSchemaVersion), "%v", err)
+}

@@ -1,0 +1,201 @@
+// Command custom-worker is an example of a Docket worker binary of your
+// own: it registers its own nodes (a support-ticket triage), and is
+// assembled by google/wire from the provider sets of
+// github.com/docketgo/docket/cmd/wiring, choosing the wake notifier
+// (LISTEN/NOTIFY or polling only) and the telemetry (OpenTelemetry or
+// none) per deployment. See wire.go for the four profiles.
+//
+//	custom-worker -database-url postgres://... -migrate -runs 5
+//	custom-worker -notifier poll -telemetry otel -telemetry-out spans.jsonl
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/cmd/wiring"
+	"github.com/docketgo/docket/migrations"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the parsed command line.
+type config struct {
+	databaseURL  string
+	schema       string
+	notifier     string
+	telemetry    string
+	telemetryOut string
+	migrate      bool
+	runs         int
+	runFor       time.Duration
+	pollInterval time.Duration
+}
+
+func parse(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("custom-worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.databaseURL, "database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	fs.StringVar(&c.schema, "schema", "", "Docket schema (default: found on the search_path)")
+	fs.StringVar(&c.notifier, "notifier", "listen", "wake-ups: listen (LISTEN/NOTIFY) or poll (polling only)")
+	fs.StringVar(&c.telemetry, "telemetry", "none", "telemetry: otel (OpenTelemetry) or none")
+	fs.StringVar(&c.telemetryOut, "telemetry-out", "", "file the OpenTelemetry exporters append to (default stderr)")
+	fs.BoolVar(&c.migrate, "migrate", false, "install or upgrade the Docket schema first")
+	fs.IntVar(&c.runs, "runs", 0, "start this many tickets, wait for them and exit (0: work until stopped)")
+	fs.DurationVar(&c.runFor, "for", 0, "without -runs: stop after this long (0: until Ctrl-C)")
+	fs.DurationVar(&c.pollInterval, "poll-interval", time.Second, "longest wait between polls")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case c.notifier != "listen" && c.notifier != "poll":
+		return c, fmt.Errorf("-notifier %q: want listen or poll", c.notifier)
+	case c.telemetry != "otel" && c.telemetry != "none":
+		return c, fmt.Errorf("-telemetry %q: want otel or none", c.telemetry)
+	case c.runs < 0 || c.runFor < 0 || c.pollInterval <= 0:
+		return c, errors.New("-runs and -for must not be negative, -poll-interval must be positive")
+	}
+	return c, nil
+}
+
+// assemble picks the injector of the chosen profile.
+func assemble(ctx context.Context, c config, s wiring.Settings, out TelemetryOutput) (*wiring.Runtime, func(), error) {
+	switch {
+	case c.notifier == "listen" && c.telemetry == "otel":
+		return listenOTel(ctx, s, out)
+	case c.notifier == "listen":
+		return listenPlain(ctx, s)
+	case c.telemetry == "otel":
+		return pollOTel(ctx, s, out)
+	default:
+		return pollPlain(ctx, s)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, err := parse(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "custom-worker:", err)
+		return 2
+	}
+	if err := work(ctx, c, stdout, stderr); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "custom-worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func work(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if c.migrate {
+		if err := migrate(ctx, c); err != nil {
+			return err
+		}
+	}
+	var out TelemetryOutput = stderr
+	if c.telemetryOut != "" {
+		f, err := os.OpenFile(c.telemetryOut, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		out = f
+	}
+	settings := wiring.Settings{
+		DatabaseURL: wiring.DatabaseURL(c.databaseURL),
+		Schema:      wiring.SchemaName(c.schema),
+		Engine:      engine.Config{Dispatcher: engine.DispatcherConfig{PollInterval: c.pollInterval}},
+		Logger:      logger,
+	}
+	rt, cleanup, err := assemble(ctx, c, settings, out)
+	if err != nil {
+		return err
+	}
+	defer cleanup() // after Stop: flushes the telemetry exporters
+	e := rt.Engine
+	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = e.Stop(stopCtx)
+	}()
+	fmt.Fprintf(stderr, "custom-worker: schema %q, notifier %s, telemetry %s\n", rt.Schema, c.notifier, c.telemetry)
+	if c.runs == 0 {
+		wait := ctx
+		if c.runFor > 0 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, c.runFor)
+			defer cancel()
+		}
+		<-wait.Done()
+		return nil
+	}
+	return triage(ctx, e, c.runs, stdout)
+}
+
+func migrate(ctx context.Context, c config) error {
+	pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(c.databaseURL))
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	_, err = migrations.Up(ctx, pool, migrations.Options{Schema: c.schema})
+	return err
+}
+
+var tickets = []map[string]any{
+	{"subject": "Charged twice", "body": "My card shows two charges for March."},
+	{"subject": "App crashes on start", "body": "Since the update it closes immediately."},
+	{"subject": "Refund request", "body": "Please refund my last invoice."},
+	{"subject": "Cannot log in", "body": "The password reset link does not arrive."},
+}
+
+// triage publishes the graph, starts n tickets and waits for each.
+func triage(ctx context.Context, e *engine.Engine, n int, stdout io.Writer) error {
+	g, err := Graph()
+	if err != nil {
+		return err
+	}
+	ref, err := e.SaveGraph(ctx, g)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		r, err := e.StartRun(ctx, ref, tickets[i%len(tickets)])
+		if err != nil {
+			return err
+		}
+		ids[i] = r.ID
+	}
+	for _, id := range ids {
+		r, err := e.AwaitRun(ctx, id, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s %s: %s\n", r.ID, r.Status, r.Output["category"], r.Output["reply"])
+	}
+	return nil
+}
