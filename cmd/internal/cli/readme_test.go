@@ -84,4 +84,3 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	return words
 }
-
