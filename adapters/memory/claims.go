@@ -201,13 +201,14 @@ func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID s
 	if row == nil {
 		return nil, notFoundRun(runID)
 	}
-	defer unlockRow(row)
+	var recovered bool
+	defer s.unlockThenAnnounce(row, &recovered)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if row.doc.Status.Terminal() {
-		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: run %q is %s", ports.ErrInactiveRun, runID, row.doc.Status)
 	}
-	recovered := !row.poisonedAt.IsZero()
+	recovered = !row.poisonedAt.IsZero()
 	if recovered {
 		row.clearClaim()
 		row.clearPoison()
@@ -215,10 +216,5 @@ func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID s
 		row.wakeAt = ports.Micros(now)
 		row.attempts, row.abandons = 0, 0
 	}
-	stored := row.doc.Clone()
-	s.mu.Unlock()
-	if recovered {
-		s.notifier.announce()
-	}
-	return stored, nil
+	return row.doc.Clone(), nil
 }

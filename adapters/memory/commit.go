@@ -39,8 +39,10 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if row == nil {
 		return nil, notFoundRun(m.Run.ID)
 	}
-	defer unlockRow(row)
-	return s.write(row, m, sched, events, &p.ClaimToken)
+	var announce bool
+	defer s.unlockThenAnnounce(row, &announce)
+	stored, announce, err := s.write(row, m, sched, events, &p.ClaimToken)
+	return stored, err
 }
 
 // MutateRun serializes one unclaimed commit (see ports.RunStore).
@@ -58,7 +60,8 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 	if row == nil {
 		return nil, notFoundRun(runID)
 	}
-	defer unlockRow(row)
+	var announce bool
+	defer s.unlockThenAnnounce(row, &announce)
 
 	// The row lock keeps every other writer out and makes ClaimDue skip
 	// the row, so the snapshot stays current while the mutation runs.
@@ -88,27 +91,35 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 		return nil, err
 	}
 
-	return s.write(row, m, sched, events, nil)
+	stored, announce, err := s.write(row, m, sched, events, nil)
+	return stored, err
 }
 
 // write commits a validated moment to a row whose lock the caller holds
-// (see checkWrite) and announces the schedule's wake once the write is
-// visible. token is the claim of a claimed commit, nil for a mutation.
-func (s *Store) write(row *runRow, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (*run.Run, error) {
+// (see checkWrite) and reports whether the schedule's wake is to be
+// announced; the caller announces it after unlocking the row (see
+// unlockThenAnnounce). token is the claim of a claimed commit, nil for a
+// mutation.
+func (s *Store) write(row *runRow, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (stored *run.Run, announce bool, err error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := checkWrite(row, m, events, token); err != nil {
-		s.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	now := s.now()
 	s.apply(row, m, sched, events, now, token != nil)
-	stored := row.doc.Clone()
-	s.mu.Unlock()
+	return row.doc.Clone(), sched.Announces(now), nil
+}
 
-	if sched.Announces(now) {
+// unlockThenAnnounce releases a writer's row lock and only then announces
+// the wake its write earned (when *announce is set): a listener that
+// claims the moment it is woken must find the row unlocked, or ClaimDue
+// skips it as held by a writer and the wake is wasted.
+func (s *Store) unlockThenAnnounce(row *runRow, announce *bool) {
+	unlockRow(row)
+	if *announce {
 		s.notifier.announce()
 	}
-	return stored, nil
 }
 
 // checkWrite runs a commit's storage checks in the ports' order: the fence

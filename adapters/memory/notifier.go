@@ -7,11 +7,17 @@ import (
 )
 
 // Notifier is the in-process wake listener of a Store. The store announces
-// only after a write is visible, so a listener that polls on a Wake always
-// sees the write that caused it. The fan-out is ports.Broadcaster; Notifier
+// only after a write is visible and its row lock is released, so a
+// listener that polls on a Wake always sees, and can claim, the write that
+// caused it. The fan-out is ports.Broadcaster; Notifier
 // keeps announcing to the store alone.
 type Notifier struct {
 	wakes ports.Broadcaster
+	// announced, when set (tests only, before any write), runs
+	// synchronously after each announcement, in the announcing writer's
+	// goroutine: it stands for a listener that claims the moment it is
+	// woken.
+	announced func()
 }
 
 var _ ports.Notifier = (*Notifier)(nil)
@@ -26,4 +32,9 @@ func (n *Notifier) Listen(ctx context.Context) (<-chan ports.Wake, error) {
 }
 
 // announce hands every listener a Wake without blocking.
-func (n *Notifier) announce() { n.wakes.Announce() }
+func (n *Notifier) announce() {
+	n.wakes.Announce()
+	if n.announced != nil {
+		n.announced()
+	}
+}

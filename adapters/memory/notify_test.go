@@ -115,3 +115,68 @@ func TestListenStopsWithItsContext(t *testing.T) {
 	}
 	f.insertRun(ports.Tenantless(), "run-1") // announcing after close must not panic
 }
+
+// TestAWokenListenerCanClaimAtOnce stands for a dispatcher that claims the
+// moment a wake arrives: the hook runs inside the announcement, before the
+// writer returns, so a row still locked by the writer would be skipped by
+// ClaimDue and the wake wasted.
+func TestAWokenListenerCanClaimAtOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(f *fixture) (write func() error)
+	}{
+		{"a due first wake", func(f *fixture) func() error {
+			hash := f.saveGraph(ports.Tenantless(), testGraph("g", ""))
+			return func() error {
+				_, err := f.store.InsertRun(f.ctx, ports.Tenantless(), ports.InsertRunParams{Moment: initMoment("run-1", "g", hash, t0), WakeAt: t0})
+				return err
+			}
+		}},
+		{"a claimed commit that yields", func(f *fixture) func() error {
+			r := f.insertRun(ports.Tenantless(), "run-1")
+			lease := f.claimOne(t0)
+			m := next(r, run.StatusRunning, run.CheckpointStepCommitted, run.Disposition{Kind: run.DispositionImmediate, Reason: run.ReasonDrainBudget}, t0)
+			return func() error {
+				_, err := f.store.Commit(f.ctx, ports.Tenantless(), ports.CommitParams{Moment: m, ClaimToken: lease.Token})
+				return err
+			}
+		}},
+		{"a signal commit", func(f *fixture) func() error {
+			r := f.insertRun(ports.Tenantless(), "run-1")
+			m := next(r, run.StatusRunning, run.CheckpointInterruptResolved, run.Disposition{Kind: run.DispositionImmediate}, t0)
+			return func() error {
+				_, err := f.store.MutateRun(f.ctx, ports.Tenantless(), "run-1", func(*run.Run) (*run.Moment, error) { return m, nil })
+				return err
+			}
+		}},
+		{"a poisoned run's retry", func(f *fixture) func() error {
+			f.insertRun(ports.Tenantless(), "run-1")
+			for _, want := range []ports.AbandonResult{ports.AbandonRescheduled, ports.AbandonPoisoned} {
+				lease := f.claimOne(t0)
+				res, err := f.store.AbandonClaim(f.ctx, "run-1", lease.Token, claim.AbandonParams{ExpectedSeq: 1, Now: t0, RetryAt: t0, MaxClaimAbandons: 1})
+				require.NoError(f.t, err)
+				require.Equal(f.t, want, res)
+			}
+			return func() error {
+				_, err := f.store.RetryPoisonedRun(f.ctx, ports.Tenantless(), "run-1", t0)
+				return err
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			write := tt.setup(f)
+			var claimed []int
+			f.store.OnAnnounce(func() {
+				batch, err := f.store.ClaimDue(f.ctx, request(t0, 1))
+				require.NoError(t, err)
+				claimed = append(claimed, len(batch.Leases))
+			})
+			require.NoError(t, write())
+			assert.Equal(t, []int{1}, claimed, "one announcement, and the woken claim gets the run")
+		})
+	}
+}

@@ -13,9 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ClaimDue executes one admission under the legacy policy as ONE
-// statement (see ports.RunStore and sqlClaimDueLegacy). Rows a concurrent
-// writer holds are skipped, never waited on.
+// ClaimDue executes one admission under the store's policy as ONE
+// statement (see ports.RunStore, sqlClaimDueLegacy and
+// sqlClaimDueWindowed). Rows a concurrent writer holds are skipped, never
+// waited on.
 func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ports.ErrInvalidArgument, err)
@@ -44,7 +45,7 @@ func preferenceLabel(p claim.Preference) string {
 	return string(p)
 }
 
-// claimRow is one row of sqlClaimDueLegacy: an outcome, or the gate's
+// claimRow is one row of a claim statement: an outcome, or the gate's
 // sentinel (gate_code < 0, every other column NULL).
 type claimRow struct {
 	runID         *string
@@ -66,7 +67,7 @@ type claimRow struct {
 
 func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
 	cutoff := ceilMicros(r.ExpiryCutoff())
-	rows, err := s.pool.Query(ctx, s.stmt.claimDue, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference))
+	rows, err := s.pool.Query(ctx, s.claimSQL, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference))
 	if err != nil {
 		return nil, claimError(err)
 	}

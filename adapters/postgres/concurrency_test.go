@@ -18,8 +18,19 @@ import (
 
 func TestConcurrentClaimersLeaseEveryRunExactlyOnce(t *testing.T) {
 	t.Parallel()
+	for _, policy := range []claim.Policy{claim.Legacy, claim.WindowedInterleave} {
+		t.Run(policy.Name(), func(t *testing.T) {
+			t.Parallel()
+			claimConcurrently(t, policy)
+		})
+	}
+}
+
+// claimConcurrently has 16 claimers with various limits drain a backlog
+// of 200 due runs over four tenants under policy.
+func claimConcurrently(t *testing.T, policy claim.Policy) {
 	const runs, claimers = 200, 16
-	env := newEnv(t, envOptions{maxConns: claimers})
+	env := newEnv(t, envOptions{maxConns: claimers, policy: policy})
 	ctx := context.Background()
 	past := time.Now().Add(-time.Minute)
 	var inserted sync.WaitGroup

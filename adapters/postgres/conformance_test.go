@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docketgo/docket/conformance"
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
 )
@@ -14,14 +15,17 @@ import (
 // store clock (the suite drives the columns PostgreSQL would stamp with
 // CURRENT_TIMESTAMP or clock_timestamp()); caller-clock columns follow the
 // times the suite passes.
-func factory(simple bool) conformance.Factory {
+func factory(simple bool) conformance.Factory { return policyFactory(simple, nil) }
+
+// policyFactory is factory for a store running policy (nil: claim.Legacy).
+func policyFactory(simple bool, policy claim.Policy) conformance.Factory {
 	return func(t conformance.T) conformance.Adapter {
 		tb, ok := t.(testing.TB)
 		if !ok {
 			t.Fatalf("the PostgreSQL factory needs a testing.TB, got %T", t)
 		}
 		clock := conformance.NewManualClock(conformance.ReferenceTime)
-		env := newEnv(tb, envOptions{simple: simple, clock: clock, listen: !simple})
+		env := newEnv(tb, envOptions{simple: simple, clock: clock, listen: !simple, policy: policy})
 		return conformance.Adapter{
 			Backend:       env.store,
 			Clock:         clock,
@@ -56,6 +60,20 @@ func TestConformanceSimpleProtocolPollOnly(t *testing.T) {
 	}
 }
 
+func TestConformanceWindowedInterleave(t *testing.T) {
+	t.Parallel()
+	report := conformance.Run(t, conformance.Features{
+		WakeNotifications: true,
+		AdmissionGate:     true,
+		SchemaGuards:      true,
+		TenantFairPolicy:  true,
+	}, policyFactory(false, claim.WindowedInterleave))
+	t.Logf("conformance on PostgreSQL (windowed interleave):\n%s", report)
+	if !report.Passed() {
+		t.Errorf("failed invariants: %v", report.Failed())
+	}
+}
+
 // gate closes the real admission gate: the gate row in another engine's
 // mode, sessions under REPEATABLE READ or read-only, or the gate row
 // locked by another transaction.
@@ -64,10 +82,14 @@ type gate struct{ env *testEnv }
 func (g gate) Close(ctx context.Context, reason string) (func(), error) {
 	switch reason {
 	case ports.UnavailableInactiveEngine:
-		if err := g.setMode(ctx, "windowed"); err != nil {
+		other := claim.AdmissionModeWindowed
+		if g.env.mode == claim.AdmissionModeWindowed {
+			other = claim.AdmissionModeLegacy
+		}
+		if err := g.setMode(ctx, other); err != nil {
 			return nil, err
 		}
-		return func() { _ = g.setMode(context.Background(), "legacy") }, nil
+		return func() { _ = g.setMode(context.Background(), g.env.mode) }, nil
 	case ports.UnavailableUnsupportedIsolation:
 		g.env.session.set("repeatable read")
 		return func() { g.env.session.set("") }, nil

@@ -7,7 +7,8 @@
 // scheduled, claimed, expired and poisoned are predicates over its
 // operational columns. Every hot operation is ONE statement on a pooled
 // connection (autocommit): ClaimDue (admission gate, FOR UPDATE SKIP LOCKED
-// candidates, the claim.Legacy merge, lease-or-poison per row), the fenced
+// candidates, the merge of claim.Legacy or of the tenant-fair
+// claim.WindowedInterleave, lease-or-poison per row), the fenced
 // claimed Commit (fence, run update, schedule, idempotent event append
 // with a conflict tripwire, and the wake announcement), RefreshClaim,
 // ReleaseClaim and AbandonClaim. Run insertion, serialized mutations

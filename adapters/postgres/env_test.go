@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketgo/docket/adapters/notify"
 	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
 	"github.com/docketgo/docket/ports"
@@ -31,6 +32,8 @@ type envOptions struct {
 	maxConns int32
 	// tracer observes the store's statements (tests that pause a write).
 	tracer pgx.QueryTracer
+	// policy is the store's claim policy (nil: claim.Legacy).
+	policy claim.Policy
 }
 
 // testEnv is one Store on a fresh, migrated schema of the test process's
@@ -41,6 +44,8 @@ type testEnv struct {
 	pool    *pgxpool.Pool
 	store   *postgres.Store
 	session *sessionOverride
+	// mode is the admission mode of the store's policy.
+	mode string
 }
 
 func newEnv(t testing.TB, opts envOptions) *testEnv {
@@ -75,7 +80,7 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	}
 	t.Cleanup(pool.Close)
 
-	storeCfg := postgres.Config{Pool: pool, Schema: schema, Clock: opts.clock}
+	storeCfg := postgres.Config{Pool: pool, Schema: schema, Clock: opts.clock, Policy: opts.policy}
 	if opts.listen {
 		listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: listenConfig, Schema: schema})
 		if err != nil {
@@ -88,7 +93,11 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 		t.Fatalf("postgres.New: %v", err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	return &testEnv{db: db, schema: schema, pool: pool, store: store, session: session}
+	mode := claim.AdmissionModeLegacy
+	if opts.policy != nil {
+		mode = claim.AdmissionMode(opts.policy)
+	}
+	return &testEnv{db: db, schema: schema, pool: pool, store: store, session: session, mode: mode}
 }
 
 // schemaPool hands out migrated, empty schemas of the shared database and

@@ -32,6 +32,7 @@ const (
 // statements are the SQL texts of one Store, rendered for its schema.
 type statements struct {
 	claimDue         string
+	claimDueWindowed string
 	commitClaimed    string
 	commitUnclaimed  string
 	ensurePartition  string
@@ -67,6 +68,7 @@ func renderStatements(schema string) statements {
 	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
 	return statements{
 		claimDue:         r(sqlClaimDueLegacy),
+		claimDueWindowed: r(sqlClaimDueWindowed),
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed), commitUnclaimedFirstEventParam),
 		ensurePartition:  r(sqlEnsurePartition),
@@ -238,12 +240,187 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0
        END
 WHERE NOT EXISTS (SELECT 1 FROM authority)`
 
+// sqlClaimDueWindowed is ClaimDue under the tenant-fair policy
+// (claim.WindowedInterleave), as one autocommit statement. It shares the
+// gate, the sentinel row, the expired class, the merge and the per-row
+// outcome of sqlClaimDueLegacy (same parameters, same row layout); only
+// the ready class, the merge's tail order and the admission marker differ.
+//
+// Invariants (beyond sqlClaimDueLegacy's):
+//   - Admission happens only under the gate's 'windowed' authority.
+//   - Sampling: scopes of docket_claim_schedule with unfinished runs and at
+//     least one due ready run, found by two EXISTS probes (queued and
+//     admitted) that each match one partial index
+//     (docket_runs_scope_queued_ready_index,
+//     docket_runs_scope_admitted_ready_index); random order; at most limit
+//     scopes. A scope whose runs all sleep is never sampled.
+//   - Per-scope page (LATERAL, no locks): up to limit due admitted runs
+//     and up to limit due queued runs, each by (wake_at, id), ranked
+//     admitted first then (wake_at, id) into scope_rank, cut at limit.
+//   - Breadth first: the pooled pages are re-read from docket_runs, the
+//     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
+//     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
+//     sampled scope's first candidate comes before any scope's second, and
+//     a locked head is skipped, not waited on. That order is the ready
+//     class rank.
+//   - Merge tail: (class_rank, eligible_at, id), interleaving the classes
+//     rank by rank (claim.Merge with interleave).
+//   - A lease sets tenant_admitted_at = COALESCE(tenant_admitted_at, now):
+//     the first admission time survives re-claims and steals. Poison
+//     clears it.
+//
+// $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
+const sqlClaimDueWindowed = `
+WITH probe AS MATERIALIZED (
+    SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
+           current_setting('transaction_read_only') = 'on' AS read_only
+),
+gate AS MATERIALIZED (
+    SELECT p.admission_mode
+    FROM {schema}.docket_claim_policy AS p
+    WHERE p.id = 1
+      AND (SELECT pr.read_committed AND NOT pr.read_only FROM probe AS pr)
+    FOR SHARE OF p SKIP LOCKED
+),
+authority AS MATERIALIZED (
+    SELECT true AS granted FROM gate WHERE gate.admission_mode = 'windowed'
+),
+sampled AS MATERIALIZED (
+    SELECT s.scope_key
+    FROM {schema}.docket_claim_schedule AS s
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND s.unfinished_count > 0
+      AND (EXISTS (SELECT 1
+                   FROM {schema}.docket_runs AS q
+                   WHERE q.scope_key = s.scope_key
+                     AND q.status = 'running' AND q.poisoned_at IS NULL
+                     AND q.tenant_admitted_at IS NULL
+                     AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                     AND q.wake_at <= $1::timestamptz)
+           OR EXISTS (SELECT 1
+                      FROM {schema}.docket_runs AS a
+                      WHERE a.scope_key = s.scope_key
+                        AND a.status = 'running' AND a.poisoned_at IS NULL
+                        AND a.tenant_admitted_at IS NOT NULL
+                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                        AND a.wake_at <= $1::timestamptz))
+    ORDER BY random()
+    LIMIT $2::integer
+),
+paged AS MATERIALIZED (
+    SELECT page.id, page.scope_rank
+    FROM sampled AS s
+    CROSS JOIN LATERAL (
+        SELECT u.id,
+               row_number() OVER (ORDER BY u.admitted DESC, u.wake_at, u.id) AS scope_rank
+        FROM ((SELECT a.id, a.wake_at, true AS admitted
+               FROM {schema}.docket_runs AS a
+               WHERE a.scope_key = s.scope_key
+                 AND a.status = 'running' AND a.poisoned_at IS NULL
+                 AND a.tenant_admitted_at IS NOT NULL
+                 AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                 AND a.wake_at <= $1::timestamptz
+               ORDER BY a.wake_at, a.id
+               LIMIT $2::integer)
+              UNION ALL
+              (SELECT q.id, q.wake_at, false AS admitted
+               FROM {schema}.docket_runs AS q
+               WHERE q.scope_key = s.scope_key
+                 AND q.status = 'running' AND q.poisoned_at IS NULL
+                 AND q.tenant_admitted_at IS NULL
+                 AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                 AND q.wake_at <= $1::timestamptz
+               ORDER BY q.wake_at, q.id
+               LIMIT $2::integer)) AS u
+        ORDER BY scope_rank
+        LIMIT $2::integer
+    ) AS page
+),
+ready AS MATERIALIZED (
+    SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
+    FROM paged AS p
+    JOIN {schema}.docket_runs AS r ON r.id = p.id
+    WHERE r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= $1::timestamptz
+    ORDER BY p.scope_rank, r.wake_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+expired AS MATERIALIZED (
+    SELECT r.id, r.claimed_at AS eligible_at
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NOT NULL
+      AND r.claimed_at < $3::timestamptz
+    ORDER BY r.claimed_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+ranked AS (
+    SELECT id, eligible_at, 'ready'::text AS class,
+           row_number() OVER (ORDER BY scope_rank, eligible_at, id) AS class_rank
+    FROM ready
+    UNION ALL
+    SELECT id, eligible_at, 'expired'::text AS class,
+           row_number() OVER (ORDER BY eligible_at, id) AS class_rank
+    FROM expired
+),
+picked AS MATERIALIZED (
+    SELECT id, class, admission_order
+    FROM (
+        SELECT id, class,
+               row_number() OVER (
+                   ORDER BY ($2::integer >= 2 AND class_rank = 1) DESC,
+                            ($2::integer = 1 AND class = $5::text) DESC,
+                            class_rank, eligible_at, id
+               ) AS admission_order
+        FROM ranked
+    ) AS ordered
+    WHERE admission_order <= $2::integer
+),
+outcome AS (
+    UPDATE {schema}.docket_runs AS r
+    SET claim_token        = CASE WHEN r.claim_attempts < $4::integer THEN gen_random_uuid() END,
+        claimed_at         = CASE WHEN r.claim_attempts < $4::integer THEN $1::timestamptz END,
+        wake_at            = NULL,
+        claim_attempts     = CASE WHEN r.claim_attempts < $4::integer THEN r.claim_attempts + 1
+                                  ELSE r.claim_attempts END,
+        poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
+        poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
+                                  ELSE 'max_claim_attempts_exceeded' END,
+        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer
+                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END
+    FROM picked AS p
+    WHERE r.id = p.id
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
+              r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
+              r.poisoned_at, r.poison_reason, p.class, p.admission_order
+)
+SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
+       o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
+       o.admission_order,
+       (SELECT count(*) FROM ready) AS ready_count,
+       (SELECT count(*) FROM expired) AS expired_count,
+       0 AS gate_code
+FROM outcome AS o
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+       CASE WHEN (SELECT read_only FROM probe) THEN -4
+            WHEN NOT (SELECT read_committed FROM probe) THEN -3
+            WHEN EXISTS (SELECT 1 FROM gate) THEN -2
+            ELSE -1
+       END
+WHERE NOT EXISTS (SELECT 1 FROM authority)`
+
 // sqlGateMode reads the admission gate's mode without locking it.
 const sqlGateMode = `SELECT admission_mode FROM {schema}.docket_claim_policy WHERE id = 1`
 
 // sqlNormalizeGate makes this store's engine the gate's authority ("last
 // boot wins"). It runs only when sqlGateMode saw another mode (or no row),
-// so a store starting against an already-legacy gate takes no tuple lock
+// so a store starting against a gate already in its mode takes no tuple lock
 // and never makes concurrent admissions fail fast. ($1 mode)
 const sqlNormalizeGate = `
 INSERT INTO {schema}.docket_claim_policy AS p (id, admission_mode, updated_at)
@@ -252,7 +429,7 @@ ON CONFLICT (id) DO UPDATE
 SET admission_mode = EXCLUDED.admission_mode, updated_at = EXCLUDED.updated_at
 WHERE p.admission_mode IS DISTINCT FROM EXCLUDED.admission_mode`
 
-// Gate codes of sqlClaimDueLegacy's sentinel row.
+// Gate codes of the claim statements' sentinel row.
 const (
 	gateReadOnly       = -4
 	gateIsolation      = -3

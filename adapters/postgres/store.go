@@ -37,9 +37,21 @@ type Config struct {
 	// pool's search_path finds docket_runs, resolved once at New. It is the
 	// payload of the store's wake announcements.
 	Schema string
-	// Policy is the claim policy ClaimDue executes. Only claim.Legacy (the
-	// default) is implemented in SQL.
+	// Policy is the claim policy ClaimDue executes: claim.Legacy (the
+	// default, FIFO) or the tenant-fair claim.WindowedInterleave (any
+	// instance of it: its random source is PostgreSQL's random()). These
+	// are the policies implemented in SQL. New makes the policy's admission
+	// mode the schema's admission authority ("last boot wins"): stores of
+	// the other policy on the same schema then fail closed with
+	// ports.UnavailableInactiveEngine until restarted.
 	Policy claim.Policy
+	// KeepAdmissionMode makes New leave the schema's admission mode as it
+	// is instead of making Policy's mode the authority. Set it in
+	// processes that never claim (admin tools, one-off commands), so that
+	// starting one cannot make a running fleet's dispatchers fail closed.
+	// ClaimDue still works while the gate is in Policy's mode and fails
+	// with ports.UnavailableInactiveEngine otherwise.
+	KeepAdmissionMode bool
 	// Clock overrides the store clock (CURRENT_TIMESTAMP and
 	// clock_timestamp()) with a caller-controlled one: retained-claim and
 	// refresh stamps, immediate wakes, announcement checks, and the
@@ -70,6 +82,8 @@ type Store struct {
 	sqlDB     *sql.DB
 	schema    string
 	stmt      statements
+	policy    claim.Policy
+	claimSQL  string // the policy's admission statement
 	clock     ports.Clock
 	notifier  ports.Notifier
 	telemetry ports.Telemetry
@@ -88,9 +102,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = claim.Legacy
 	}
-	if cfg.Policy != claim.Legacy {
-		return nil, fmt.Errorf("%w: Config.Policy %q is not implemented by the PostgreSQL adapter (use claim.Legacy)",
-			ErrConfig, cfg.Policy.Name())
+	mode := claim.AdmissionMode(cfg.Policy)
+	if mode == "" {
+		return nil, fmt.Errorf("%w: Config.Policy %q is not implemented by the PostgreSQL adapter "+
+			"(use claim.Legacy or claim.WindowedInterleave)", ErrConfig, cfg.Policy.Name())
 	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = ports.NopTelemetry{}
@@ -109,8 +124,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	stmt := renderStatements(schema)
-	if err := normalizeGate(ctx, cfg.Pool, stmt); err != nil {
-		return nil, err
+	if !cfg.KeepAdmissionMode {
+		if err := normalizeGate(ctx, cfg.Pool, stmt, mode); err != nil {
+			return nil, err
+		}
+	}
+	claimSQL := stmt.claimDue
+	if mode == claim.AdmissionModeWindowed {
+		claimSQL = stmt.claimDueWindowed
 	}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	return &Store{
@@ -119,6 +140,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		sqlDB:     sqlDB,
 		schema:    schema,
 		stmt:      stmt,
+		policy:    cfg.Policy,
+		claimSQL:  claimSQL,
 		clock:     cfg.Clock,
 		notifier:  cfg.Notifier,
 		telemetry: cfg.Telemetry,
@@ -147,23 +170,21 @@ func checkSession(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// legacyMode is the gate's admission_mode of the legacy policy.
-const legacyMode = "legacy"
-
-// normalizeGate makes the legacy engine the admission authority of the
-// schema at startup (spec §6.3, "last boot wins"): mixing engines on one
-// schema is unsupported, and the loser fails closed (inactive_engine)
-// instead of admitting under different rules.
-func normalizeGate(ctx context.Context, pool *pgxpool.Pool, stmt statements) error {
-	var mode string
-	err := pool.QueryRow(ctx, stmt.gateMode).Scan(&mode)
-	if err == nil && mode == legacyMode {
+// normalizeGate makes this store's engine (mode: the policy's admission
+// mode) the admission authority of the schema at startup (spec §6.3, "last
+// boot wins"): mixing engines on one schema is unsupported, and the loser
+// fails closed (inactive_engine) instead of admitting under different
+// rules.
+func normalizeGate(ctx context.Context, pool *pgxpool.Pool, stmt statements, mode string) error {
+	var current string
+	err := pool.QueryRow(ctx, stmt.gateMode).Scan(&current)
+	if err == nil && current == mode {
 		return nil
 	}
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return dbError("read the admission gate", err)
 	}
-	if _, err := pool.Exec(ctx, stmt.normalizeGate, legacyMode); err != nil {
+	if _, err := pool.Exec(ctx, stmt.normalizeGate, mode); err != nil {
 		return dbError("normalize the admission gate", err)
 	}
 	return nil
@@ -175,10 +196,10 @@ func (s *Store) Schema() string { return s.schema }
 // Close releases the store's database/sql bridge. The pool stays open.
 func (s *Store) Close() error { return s.sqlDB.Close() }
 
-// Capabilities reports a listener when Config.Notifier was given. The
-// legacy policy is not tenant-fair.
+// Capabilities reports a listener when Config.Notifier was given, and
+// tenant fairness under claim.WindowedInterleave.
 func (s *Store) Capabilities() ports.Capabilities {
-	return ports.Capabilities{Listen: s.notifier != nil}
+	return ports.Capabilities{Listen: s.notifier != nil, TenantFair: s.policy.MarksAdmission()}
 }
 
 // Notifier returns Config.Notifier (nil in poll-only mode).

@@ -40,6 +40,14 @@ const (
 	ResultReacquired = "reacquired"
 )
 
+// DefaultStoreTimeout bounds one store call when Config.StoreTimeout is
+// zero.
+const DefaultStoreTimeout = 15 * time.Second
+
+// shutdownGrace is how long Stop waits, after the drain deadline, for the
+// vehicles and callbacks whose context it cancelled there.
+const shutdownGrace = time.Second
+
 // ErrStopped is returned by Start on a dispatcher that was already
 // started or stopped.
 var ErrStopped = errors.New("dispatch: dispatcher already started or stopped")
@@ -58,11 +66,18 @@ type Config struct {
 	MaxClaimAttempts int // > 0
 	// DrainTimeout bounds Stop's wait for in-flight work (0: no wait).
 	DrainTimeout time.Duration
+	// StoreTimeout bounds each store call (a claim, a release; 0:
+	// DefaultStoreTimeout). A store that does not answer in time (a
+	// half-open connection, a lock wait) fails that call, so it can
+	// neither stall the loop nor hold the admission phase.
+	StoreTimeout time.Duration
 	// Jitter returns the next poll delay for an interval n; the result is
 	// clamped to [1ms, n] (default uniform in (0, n]).
 	Jitter func(n time.Duration) time.Duration
 	// OnPoisoned is told about runs admission poisoned. Best effort: it
-	// runs in its own goroutine and a panic is logged.
+	// runs in its own goroutine and a panic is logged. Its context is
+	// cancelled when Stop gives up waiting for it (at the drain deadline);
+	// Stop does not wait for it beyond a short grace after that.
 	OnPoisoned func(ctx context.Context, poisoned []ports.PoisonOutcome)
 	// Drive runs one lease to completion (the vehicle); it is called in its
 	// own goroutine. ctx ends when Stop gives up waiting.
@@ -84,16 +99,19 @@ type Dispatcher struct {
 	pollDone chan pollResult
 	stop     chan stopRequest
 
-	// pollCtx bounds ClaimDue calls; vehicleCtx bounds vehicles. Both are
-	// made by Start and end only when Stop gives up waiting.
-	pollCtx, vehicleCtx       context.Context
-	cancelPoll, cancelVehicle context.CancelFunc
-	cancelListen              context.CancelFunc
+	// pollCtx bounds ClaimDue calls; vehicleCtx bounds vehicles;
+	// callbackCtx bounds OnPoisoned callbacks. Start makes them; pollCtx
+	// ends when Stop begins waiting for vehicles, the others when it gives
+	// up waiting.
+	pollCtx, vehicleCtx, callbackCtx           context.Context
+	cancelPoll, cancelVehicle, cancelCallbacks context.CancelFunc
+	cancelListen                               context.CancelFunc
 
-	mu      sync.Mutex
-	started bool
-	done    chan struct{} // closed when the loop has returned
-	side    sync.WaitGroup
+	mu        sync.Mutex
+	started   bool
+	done      chan struct{}  // closed when the loop has returned
+	listening sync.WaitGroup // the listener goroutine
+	callbacks pending        // OnPoisoned callbacks
 }
 
 // pollResult is one finished claim. The poll span stays open until the
@@ -133,6 +151,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Jitter == nil {
 		cfg.Jitter = uniform
 	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = ports.NopTelemetry{}
 	}
@@ -163,13 +184,14 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
 	d.pollCtx, d.cancelPoll = context.WithCancel(base)
 	d.vehicleCtx, d.cancelVehicle = context.WithCancel(base)
+	d.callbackCtx, d.cancelCallbacks = context.WithCancel(base)
 	if d.cfg.Notifier != nil {
 		var listenCtx context.Context
 		listenCtx, d.cancelListen = context.WithCancel(base)
 		// Subscribe before the initial poll, so every announcement made
 		// after Start returns reaches this dispatcher.
 		ch, err := d.cfg.Notifier.Listen(listenCtx)
-		d.side.Go(func() { d.listen(listenCtx, ch, err) })
+		d.listening.Go(func() { d.listen(listenCtx, ch, err) })
 	}
 	go d.loop()
 	return nil
@@ -184,13 +206,14 @@ func (d *Dispatcher) RequestPoll() {
 }
 
 // Stop drains: no new claims; a poll in flight is waited for and its
-// leases are released, not launched; then in-flight vehicles are waited
-// for, up to DrainTimeout or ctx's end, whichever comes first. Vehicles
-// still running then have their context cancelled and are not released:
-// their claims expire after the orphan TTL and another instance recovers
-// them. Stop returns context.DeadlineExceeded when it gave up waiting,
-// and nil when everything drained. Stopping a dispatcher that never
-// started returns nil.
+// leases are released, not launched; then in-flight vehicles and
+// OnPoisoned callbacks are waited for, up to DrainTimeout or ctx's end,
+// whichever comes first. Vehicles and callbacks still running then have
+// their context cancelled and get a short grace to return; the vehicles
+// are not released: their claims expire after the orphan TTL and another
+// instance recovers them. Stop returns context.DeadlineExceeded when it
+// gave up waiting, and nil when everything drained. Stopping a dispatcher
+// that never started returns nil.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	started := d.started
@@ -320,13 +343,23 @@ func (d *Dispatcher) poll(source string, demand int) {
 	go func() {
 		cctx, claimSpan := d.cfg.Telemetry.StartSpan(ctx, ports.FactDispatcherClaim)
 		batch, err := claim.Admit(d.cfg.Phase, demand, func(pref claim.Preference) (*ports.ClaimBatch, error) {
-			return d.cfg.Runs.ClaimDue(cctx, claim.Request{
+			// The deadline bounds how long the admission phase is held:
+			// DrainRuns and the next poll wait on it.
+			sctx, cancel := context.WithTimeout(cctx, d.cfg.StoreTimeout)
+			defer cancel()
+			batch, err := d.cfg.Runs.ClaimDue(sctx, claim.Request{
 				Now:              d.cfg.Clock.Now(),
 				Limit:            demand,
 				OrphanTTL:        d.cfg.OrphanTTL,
 				MaxClaimAttempts: d.cfg.MaxClaimAttempts,
 				Preference:       pref,
 			})
+			if err != nil && cctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				// Whatever the store did is unknown; leases it may have
+				// granted expire after the orphan TTL.
+				err = fmt.Errorf("dispatch: the store did not answer the claim within %s: %w", d.cfg.StoreTimeout, err)
+			}
+			return batch, err
 		})
 		claimSpan.End(resultOf(err), nil)
 		d.pollDone <- pollResult{ctx: ctx, span: span, batch: batch, err: err, demand: demand}
@@ -420,7 +453,7 @@ func (d *Dispatcher) run(lease ports.Lease) {
 }
 
 func (d *Dispatcher) release(lease ports.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.StoreTimeout)
 	defer cancel()
 	if err := d.cfg.Runs.ReleaseClaim(ctx, lease.RunID, lease.Token, d.cfg.Clock.Now()); err != nil {
 		d.cfg.Logger.Warn("docket claim release failed; the claim will expire after the orphan TTL",
@@ -428,15 +461,19 @@ func (d *Dispatcher) release(lease ports.Lease) {
 	}
 }
 
-// poisoned logs runs admission poisoned and tells OnPoisoned in a side
-// goroutine that shutdown waits for.
+// poisoned logs runs admission poisoned and tells OnPoisoned in its own
+// goroutine, which shutdown waits for up to the drain deadline.
 func (d *Dispatcher) poisoned(outcomes []ports.PoisonOutcome) {
 	if len(outcomes) == 0 {
 		return
 	}
 	list := d.logPoisoned(outcomes)
 	if d.cfg.OnPoisoned != nil {
-		d.side.Go(func() { d.callOnPoisoned(list) })
+		d.callbacks.add()
+		go func() {
+			defer d.callbacks.done()
+			d.callOnPoisoned(d.callbackCtx, list)
+		}()
 	}
 }
 
@@ -448,7 +485,7 @@ func (d *Dispatcher) logPoisoned(outcomes []ports.PoisonOutcome) []ports.PoisonO
 	return append([]ports.PoisonOutcome(nil), outcomes...)
 }
 
-func (d *Dispatcher) callOnPoisoned(list []ports.PoisonOutcome) {
+func (d *Dispatcher) callOnPoisoned(ctx context.Context, list []ports.PoisonOutcome) {
 	if d.cfg.OnPoisoned == nil || len(list) == 0 {
 		return
 	}
@@ -457,7 +494,7 @@ func (d *Dispatcher) callOnPoisoned(list []ports.PoisonOutcome) {
 			d.cfg.Logger.Warn("docket on_poisoned callback panicked", slog.String("panic", fmt.Sprint(p)))
 		}
 	}()
-	d.cfg.OnPoisoned(context.Background(), list)
+	d.cfg.OnPoisoned(ctx, list)
 }
 
 // shutdown implements Stop inside the loop goroutine.
@@ -477,38 +514,106 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 		case <-ctx.Done():
 			d.cancelPoll()
 			// The cancelled claim returns soon: release what it got and end
-			// its span without holding up the shutdown.
+			// its span without holding up the shutdown. Its callback, if
+			// any, runs after Stop, bounded by the grace alone.
 			go func() {
 				_, poisoned := d.handle(<-d.pollDone, inFlight, true)
-				d.callOnPoisoned(d.logPoisoned(poisoned))
+				cbCtx, cancel := context.WithTimeout(context.WithoutCancel(d.callbackCtx), shutdownGrace)
+				defer cancel()
+				d.callOnPoisoned(cbCtx, d.logPoisoned(poisoned))
 			}()
 		}
 	}
 	d.cancelPoll()
 	inFlight = d.awaitExits(inFlight, ctx.Done())
-	remaining := inFlight
-	if inFlight > 0 {
+	callbacksDone := d.callbacks.drained()
+	remaining, callbacksLate := inFlight, !closedBy(callbacksDone, ctx.Done())
+	if remaining > 0 || callbacksLate {
 		// Go cannot abandon a goroutine: cancel the stragglers and give them
-		// a moment to return. Their claims are not released.
+		// a moment to return. Vehicles' claims are not released.
 		d.cancelVehicle()
-		graceCtx, cancelGrace := context.WithTimeout(context.Background(), time.Second)
+		d.cancelCallbacks()
+		graceCtx, cancelGrace := context.WithTimeout(context.Background(), shutdownGrace)
 		d.awaitExits(inFlight, graceCtx.Done())
+		closedBy(callbacksDone, graceCtx.Done())
 		cancelGrace()
 	}
 	d.cancelVehicle()
+	d.cancelCallbacks()
 	result := "drained"
-	if remaining > 0 {
+	if remaining > 0 || callbacksLate {
 		result = "timeout"
 	}
 	d.cfg.Telemetry.Emit(callerCtx, ports.FactDispatcherShutdown, ports.Measurements{
 		"duration_ms":        float64(time.Since(started)) / float64(time.Millisecond),
 		"vehicles_remaining": float64(remaining),
 	}, ports.Label{Key: ports.LabelResult, Value: result})
-	d.side.Wait()
-	if remaining > 0 {
+	d.listening.Wait() // its subscription ended first thing; it returns promptly
+	switch {
+	case remaining > 0:
 		return fmt.Errorf("dispatch: %d vehicle(s) still running at the drain deadline: %w", remaining, context.DeadlineExceeded)
+	case callbacksLate:
+		return fmt.Errorf("dispatch: OnPoisoned callbacks still running at the drain deadline: %w", context.DeadlineExceeded)
 	}
 	return nil
+}
+
+// pending counts goroutines a shutdown waits for without blocking their
+// start: unlike a WaitGroup, one may start while another goroutine waits.
+type pending struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while n is zero
+}
+
+func (p *pending) add() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+}
+
+func (p *pending) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n--
+	if p.n == 0 {
+		close(p.idle)
+		p.idle = nil
+	}
+}
+
+// drained returns a channel closed once nothing counted now is running.
+func (p *pending) drained() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		return closed
+	}
+	return p.idle
+}
+
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// closedBy reports whether done closed before deadline did.
+func closedBy(done, deadline <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	select {
+	case <-done:
+		return true
+	case <-deadline:
+		return false
+	}
 }
 
 // awaitExits waits for n vehicles to exit or for deadline, and returns

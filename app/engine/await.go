@@ -32,7 +32,9 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 		// Subscribe before reading, so a commit between the read and the
 		// wait still wakes us.
 		committed := c.e.commits.wait()
-		info, err := c.e.backend.InspectRun(ctx, owner, runID)
+		ictx, cancel := c.e.storeCall(ctx)
+		info, err := c.e.backend.InspectRun(ictx, owner, runID)
+		cancel()
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,9 @@ func (c *Client) SaveGraph(ctx context.Context, g *graph.Graph) (GraphRef, error
 	if err != nil {
 		return GraphRef{}, err
 	}
-	v, err := c.e.backend.SaveGraph(ctx, owner, ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
+	sctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
+	v, err := c.e.backend.SaveGraph(sctx, owner, ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
 	if err != nil {
 		return GraphRef{}, err
 	}
@@ -64,6 +66,8 @@ func (c *Client) FetchGraph(ctx context.Context, ref GraphRef) (*graph.Graph, er
 	if err := checkRef(ref); err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.FetchGraph(ctx, owner, ref)
 }
 
@@ -76,6 +80,8 @@ func (c *Client) LatestGraphRef(ctx context.Context, graphID string) (*ports.Gra
 	if graphID == "" {
 		return nil, fmt.Errorf("%w: graph id is empty", ErrInvalidOptions)
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.FetchLatestGraphRef(ctx, owner, graphID)
 }
 
@@ -92,6 +98,8 @@ func (c *Client) ListGraphVersions(ctx context.Context, graphID string, p ports.
 	if p.Limit == 0 {
 		p.Limit = ports.DefaultRunPageLimit
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.ListGraphVersions(ctx, owner, graphID, p)
 }
 
@@ -164,7 +172,9 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	}
 	tctx, span := c.e.cfg.Telemetry.StartSpan(ctx, ports.FactLifecycleTransition,
 		ports.Label{Key: ports.LabelOperation, Value: operationStart})
-	stored, err := c.e.backend.InsertRun(tctx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
+	ictx, cancel := c.e.storeCall(tctx)
+	stored, err := c.e.backend.InsertRun(ictx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
+	cancel()
 	if err != nil {
 		span.End(resultOf(err), nil)
 		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
@@ -180,7 +190,9 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 // sameStart answers a repeated idempotent start with the existing run,
 // provided it was started with the same parameters.
 func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID string, m *run.Moment, conflict error) (*run.Run, error) {
-	existing, err := c.e.backend.FetchRun(ctx, owner, runID)
+	fctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
+	existing, err := c.e.backend.FetchRun(fctx, owner, runID)
 	if errors.Is(err, ports.ErrNotFound) {
 		return nil, conflict // a run id collision outside this scope
 	}
@@ -224,6 +236,8 @@ func (c *Client) FetchRun(ctx context.Context, runID string) (*run.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.FetchRun(ctx, owner, runID)
 }
 
@@ -234,6 +248,8 @@ func (c *Client) InspectRun(ctx context.Context, runID string) (*ports.RunInfo, 
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.InspectRun(ctx, owner, runID)
 }
 
@@ -246,6 +262,8 @@ func (c *Client) ListRuns(ctx context.Context, p ports.ListRunsParams) (*ports.R
 	if p.Limit == 0 {
 		p.Limit = ports.DefaultRunPageLimit
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.ListRuns(ctx, owner, p)
 }
 
@@ -287,6 +305,8 @@ func (c *Client) ListEvents(ctx context.Context, runID string, p ports.ListEvent
 	if p.Limit == 0 {
 		p.Limit = ports.DefaultEventPageLimit
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.ListEvents(ctx, owner, runID, p)
 }
 
@@ -299,6 +319,8 @@ func (c *Client) FetchEvent(ctx context.Context, runID string, seq int64) (*run.
 	if seq < 1 {
 		return nil, fmt.Errorf("%w: event seq must be positive", ErrInvalidOptions)
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.FetchEvent(ctx, owner, runID, seq)
 }
 
@@ -309,6 +331,8 @@ func (c *Client) LatestEvent(ctx context.Context, runID string) (*run.Event, err
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.FetchLatestEvent(ctx, owner, runID)
 }
 
@@ -328,7 +352,9 @@ func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref Graph
 			return entry.Compiled, nil
 		}
 	}
-	doc, err := e.backend.FetchGraph(ctx, owner, ref)
+	fctx, cancel := e.storeCall(ctx)
+	doc, err := e.backend.FetchGraph(fctx, owner, ref)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@ const (
 	DefaultMaxClaimAbandons  = 5
 	DefaultAwaitPollInterval = 50 * time.Millisecond
 	DefaultDrainMaxRuns      = 100
+	DefaultStoreTimeout      = 15 * time.Second
+	DefaultObserverTimeout   = observe.DefaultTimeout
 	// SignalStaleRetries is how often a signal is re-evaluated after a
 	// lost sequence race before giving up.
 	SignalStaleRetries = 3
@@ -81,11 +83,23 @@ type Config struct {
 	Clock ports.Clock
 	// TenantMode is TenantNone (default) or TenantRequired.
 	TenantMode TenantMode
+	// ClaimPolicy is the claim policy the Backend must admit with (see
+	// ClaimPolicy): ClaimPolicyTenantFair by default in TenantRequired
+	// mode, which allows no other; otherwise, by default, whatever the
+	// Backend runs.
+	ClaimPolicy ClaimPolicy
 	// Mode is ModeProduction (default) or ModeManual.
 	Mode Mode
 	// PollOnly disables the wake listener even when the backend offers
 	// one: the dispatcher then relies on its poll interval alone.
 	PollOnly bool
+	// StoreTimeout bounds every single store call the engine makes (its
+	// facade, claims, commits, hand-backs, releases, prune statements;
+	// default 15s). A store that does not answer in time (a half-open
+	// connection after a failover, a lock wait) fails that call instead
+	// of stalling the dispatcher, a vehicle or a caller. A caller's own
+	// earlier deadline still applies.
+	StoreTimeout time.Duration
 
 	Dispatcher DispatcherConfig
 	Vehicle    VehicleConfig
@@ -104,6 +118,9 @@ type Config struct {
 
 	// Observers receive committed checkpoints after commit, best effort.
 	Observers []observe.Observer
+	// ObserverTimeout is the deadline of one observer call (default 10s):
+	// its context ends then and the call counts as failed if it errs.
+	ObserverTimeout time.Duration
 	// GraphCacheDisabled compiles the graph once per drive instead of once
 	// per version.
 	GraphCacheDisabled bool
@@ -197,6 +214,7 @@ func (c Config) resolve() (Config, error) {
 	default:
 		bad("TenantMode", "must be \"none\" or \"required\"")
 	}
+	c.resolveClaimPolicy(bad)
 	switch c.Mode {
 	case "":
 		c.Mode = ModeProduction
@@ -204,6 +222,9 @@ func (c Config) resolve() (Config, error) {
 	default:
 		bad("Mode", "must be \"production\" or \"manual\"")
 	}
+
+	negative("StoreTimeout", c.StoreTimeout)
+	c.StoreTimeout = orDefault(c.StoreTimeout, DefaultStoreTimeout)
 
 	d := &c.Dispatcher
 	negativeInt("Dispatcher.Concurrency", d.Concurrency)
@@ -260,6 +281,8 @@ func (c Config) resolve() (Config, error) {
 	negative("UndecodableGraphTTL", c.UndecodableGraphTTL)
 	negative("AwaitPollInterval", c.AwaitPollInterval)
 	c.AwaitPollInterval = orDefault(c.AwaitPollInterval, DefaultAwaitPollInterval)
+	negative("ObserverTimeout", c.ObserverTimeout)
+	c.ObserverTimeout = orDefault(c.ObserverTimeout, DefaultObserverTimeout)
 	for i, o := range c.Observers {
 		if o == nil {
 			bad("Observers", "must not contain nil (index "+strconv.Itoa(i)+")")

@@ -42,6 +42,10 @@ func (e *Engine) DrainRuns(ctx context.Context, maxRuns int) (DrainSummary, erro
 	dc := e.cfg.Dispatcher
 	for range maxRuns {
 		batch, err := claim.Admit(&e.phase, 1, func(pref claim.Preference) (*ports.ClaimBatch, error) {
+			// Bounded like the dispatcher's claims: the phase is held
+			// meanwhile.
+			ctx, cancel := e.storeCall(ctx)
+			defer cancel()
 			return e.backend.ClaimDue(ctx, claim.Request{
 				Now:              e.now(),
 				Limit:            1,

@@ -82,6 +82,7 @@ func New(cfg Config) (*Engine, error) {
 			Observers: cfg.Observers,
 			Telemetry: cfg.Telemetry,
 			Logger:    cfg.Logger,
+			Timeout:   cfg.ObserverTimeout,
 		},
 	}
 	if !cfg.GraphCacheDisabled {
@@ -110,6 +111,7 @@ func (e *Engine) newVehicle(cache *graphcache.Cache, stopping <-chan struct{}) (
 		Graphs:            e.backend,
 		Nodes:             cfg.Nodes,
 		Clock:             cfg.Clock,
+		StoreTimeout:      cfg.StoreTimeout,
 		Cache:             cache,
 		MaxAttemptElapsed: cfg.MaxAttemptElapsed,
 		MaxSupersteps:     cfg.MaxSupersteps,
@@ -183,6 +185,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		OrphanTTL:        dc.OrphanTTL,
 		MaxClaimAttempts: dc.MaxClaimAttempts,
 		DrainTimeout:     dc.DrainTimeout,
+		StoreTimeout:     e.cfg.StoreTimeout,
 		Jitter:           dc.Jitter,
 		OnPoisoned:       dc.OnPoisoned,
 		Drive:            func(ctx context.Context, lease ports.Lease) { e.driver.Drive(ctx, lease) },
@@ -195,7 +198,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	var pruner *prune.Pruner
 	if e.cfg.Pruner != nil {
-		if pruner, err = prune.New(e.backend, *e.cfg.Pruner, prune.Options{Clock: e.cfg.Clock, Telemetry: e.cfg.Telemetry, Logger: e.cfg.Logger}); err != nil {
+		store := boundedPruneStore{store: e.backend, timeout: e.cfg.StoreTimeout}
+		if pruner, err = prune.New(store, *e.cfg.Pruner, prune.Options{Clock: e.cfg.Clock, Telemetry: e.cfg.Telemetry, Logger: e.cfg.Logger}); err != nil {
 			return err
 		}
 	}
@@ -221,7 +225,7 @@ func (e *Engine) Start(ctx context.Context) error {
 // abandoned in place: its claims expire after the orphan TTL and any
 // engine sharing the store recovers it. Stop returns an error wrapping
 // context.DeadlineExceeded when it gave up waiting. Reads, starts and
-// signals keep working after Stop.
+// signals keep working after Stop, but observers are no longer called.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	if e.state != running {
@@ -239,11 +243,42 @@ func (e *Engine) Stop(ctx context.Context) error {
 		stopPruner()
 		<-prunerDone
 	}
-	// Observers are best effort: give them what is left of the budget.
+	// Observers are best effort: accept no more deliveries, and give the
+	// running ones a moment (each ends at ObserverTimeout anyway).
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_ = e.deliver.Wait(wctx)
+	_ = e.deliver.Close(wctx)
 	return err
+}
+
+// storeCall bounds one store call by StoreTimeout.
+func (e *Engine) storeCall(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.StoreTimeout)
+}
+
+// boundedPruneStore bounds each pruning statement by StoreTimeout, so a
+// hung pass ends and the next one runs after the interval.
+type boundedPruneStore struct {
+	store   prune.Store
+	timeout time.Duration
+}
+
+func (s boundedPruneStore) PruneEvents(ctx context.Context, p ports.PruneParams) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.store.PruneEvents(ctx, p)
+}
+
+func (s boundedPruneStore) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.store.PruneRuns(ctx, p)
+}
+
+func (s boundedPruneStore) PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.store.PruneGraphVersions(ctx, p)
 }
 
 // Claim policy labels of the dispatcher's telemetry. A backend says only

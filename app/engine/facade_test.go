@@ -65,6 +65,8 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 			c.Pruner = &prune.Config{Interval: time.Minute, RunRetention: time.Hour}
 		}, []string{"Pruner.BatchSize"}},
 		{"nil observer", func(c *engine.Config) { c.Observers = append(c.Observers, nil) }, []string{"Observers"}},
+		{"negative store timeout", func(c *engine.Config) { c.StoreTimeout = -time.Second }, []string{"StoreTimeout"}},
+		{"negative observer timeout", func(c *engine.Config) { c.ObserverTimeout = -time.Second }, []string{"ObserverTimeout"}},
 		{"several problems at once", func(c *engine.Config) {
 			c.Backend = nil
 			c.Dispatcher.Concurrency = -1
@@ -100,7 +102,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 
 func TestTenantRequiredModeIsolatesTenants(t *testing.T) {
 	t.Parallel()
-	onBackends(t, tenantIsolation)
+	onTenantFairBackends(t, tenantIsolation)
 }
 
 func tenantIsolation(t *testing.T, h *harness) {
@@ -155,7 +157,7 @@ func tenantIsolation(t *testing.T, h *harness) {
 
 func TestStartRunWithAnIdempotencyKeyStartsOnce(t *testing.T) {
 	t.Parallel()
-	onBackends(t, idempotentStarts)
+	onTenantFairBackends(t, idempotentStarts)
 }
 
 func idempotentStarts(t *testing.T, h *harness) {
@@ -196,7 +198,7 @@ func idempotentStarts(t *testing.T, h *harness) {
 
 func TestFetchLatestRunReturnsTheNewestMatchingRun(t *testing.T) {
 	t.Parallel()
-	onBackends(t, fetchLatestRun)
+	onTenantFairBackends(t, fetchLatestRun)
 }
 
 func fetchLatestRun(t *testing.T, h *harness) {

@@ -22,7 +22,9 @@ func (c *Client) ResolveInterrupt(ctx context.Context, runID, interruptID string
 	if err != nil {
 		return nil, err
 	}
-	current, err := c.e.backend.FetchRun(ctx, owner, runID)
+	fctx, cancel := c.e.storeCall(ctx)
+	current, err := c.e.backend.FetchRun(fctx, owner, runID)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +60,8 @@ func (c *Client) RetryPoisonedRun(ctx context.Context, runID string) (*run.Run, 
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
 	return c.e.backend.RetryPoisonedRun(ctx, owner, runID, c.e.now())
 }
 
@@ -70,11 +74,13 @@ func (e *Engine) signal(ctx context.Context, owner ports.OwnerScope, runID, op s
 		ports.Label{Key: ports.LabelOperation, Value: operationSignal})
 	for attempt := 0; ; attempt++ {
 		var proposed *run.Moment
-		stored, err := e.backend.MutateRun(ctx, owner, runID, func(current *run.Run) (*run.Moment, error) {
+		mctx, cancel := e.storeCall(ctx)
+		stored, err := e.backend.MutateRun(mctx, owner, runID, func(current *run.Run) (*run.Moment, error) {
 			m, err := mutate(current)
 			proposed = m
 			return m, err
 		})
+		cancel()
 		if errors.Is(err, ports.ErrStaleFence) && attempt < SignalStaleRetries {
 			continue
 		}

@@ -130,7 +130,7 @@ func TestDurableRuntimeTelemetryReachesOpenTelemetry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	sink := newOtelSink(t)
-	backend := &tokenRecorder{Backend: memory.New(memory.Options{})}
+	backend := &tokenRecorder{Backend: memory.New(memory.Options{Policy: claim.WindowedInterleave})}
 	const tenant = "tenant-7f3a9c"
 	e := startEngine(t, engine.Config{
 		Backend:    backend,
@@ -161,7 +161,7 @@ func TestDurableRuntimeTelemetryReachesOpenTelemetry(t *testing.T) {
 		polls := sink.named("docket.dispatcher.poll")
 		require.NotEmpty(t, polls, "dispatcher polls are spans")
 		poll := attrsOf(polls[0].Attributes)
-		assert.Equal(t, "legacy", poll["docket.claim_policy"])
+		assert.Equal(t, "tenant_fair", poll["docket.claim_policy"])
 		assert.Equal(t, "initial", poll["docket.source"], "the first poll is the initial one")
 		assert.Contains(t, poll, "docket.demand", "the poll span ends with its measurements")
 		claims := sink.named("docket.dispatcher.claim")
@@ -245,7 +245,7 @@ func TestDurableRuntimeTelemetryReachesOpenTelemetry(t *testing.T) {
 		assert.Contains(t, claimAttempts, map[string]string{"docket.result": "acquired"})
 		claimsByPolicy, _ := dataPoints(rm, "docket.claims")
 		for _, a := range claimsByPolicy {
-			assert.Equal(t, "legacy", a["docket.claim_policy"])
+			assert.Equal(t, "tenant_fair", a["docket.claim_policy"])
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/docketgo/docket/app/node"
@@ -63,25 +64,14 @@ func (e *Executor) Execute(ctx context.Context, runID string, acts []superstep.A
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	attempts := make([]*attempt, len(acts))
-	for i, act := range acts {
-		attempts[i] = e.start(ctx, runID, act)
-	}
-	defer func() {
-		for _, a := range attempts {
-			a.cancel()
-		}
-	}()
-
 	results := make([]superstep.Result, len(acts))
-	// Every deadline started before this loop, so waiting in order costs no
-	// more than the slowest attempt.
-	for i, a := range attempts {
-		r, err := a.wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		results[i] = r
+	if len(acts) == 0 {
+		return results, nil
+	}
+	b := e.start(ctx, runID, acts)
+	defer b.cancelAll()
+	if err := b.wait(ctx, results); err != nil {
+		return nil, err
 	}
 	return results, nil
 }
@@ -101,97 +91,225 @@ func (e *Executor) Deadline(timeoutMS int) time.Duration {
 	return maximum
 }
 
-// attempt is one running activation.
-type attempt struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan settled // buffered(1): a late sender never blocks
+// batch is one superstep's running attempts. Attempts with the same
+// deadline share one deadline context: they were started together, so
+// they expire at the same instant and cancelling one cancels nothing the
+// deadline would not.
+//
+// Each node goroutine writes its report into its attempt's slot and then
+// sends the attempt's index on done (buffered for every attempt, so a late
+// sender never blocks); the waiter reads a slot only after receiving its
+// index. The arrays keep a small superstep in one allocation.
+type batch struct {
+	attempts  []attempt
+	deadlines []deadline
+	done      chan int
+
+	attemptsBuf  [inlineAttempts]attempt
+	deadlinesBuf [2]deadline
 }
 
-// settled is what the node goroutine reports. late is true when the
-// attempt's context had already ended when the node returned.
-type settled struct {
-	result superstep.Result
+// inlineAttempts is the number of attempts a batch holds without a
+// separate allocation.
+const inlineAttempts = 2
+
+// deadline is one shared attempt deadline.
+type deadline struct {
+	after  time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// attempt is one running activation. report is written once, by its node
+// goroutine (or by start for an unknown implementation), before its index
+// is sent; deadline indexes batch.deadlines.
+type attempt struct {
+	report   report
+	deadline int
+	settled  bool
+}
+
+// report is what a node goroutine produces: the node's raw return, or the
+// failure it ended with (a panic, runtime.Goexit, an unknown
+// implementation). The waiter classifies a raw return, so the node
+// goroutine's stack holds little beyond the node's own calls. late is true
+// when the attempt's context had already ended when the node returned.
+type report struct {
+	out    node.Output
+	err    error
+	failed *superstep.Result
 	late   bool
 }
 
-func (e *Executor) start(parent context.Context, runID string, act superstep.Activation) *attempt {
-	ctx, cancel := context.WithTimeout(parent, e.Deadline(act.Policy.TimeoutMS))
-	a := &attempt{ctx: ctx, cancel: cancel, done: make(chan settled, 1)}
-	n, found := e.Nodes.Lookup(act.Implementation)
-	if !found {
-		a.done <- settled{result: failure(fmt.Sprintf("unknown implementation %q", act.Implementation), false)}
-		return a
+func (e *Executor) start(parent context.Context, runID string, acts []superstep.Activation) *batch {
+	b := &batch{done: make(chan int, len(acts))}
+	b.attempts = b.attemptsBuf[:0]
+	if len(acts) > inlineAttempts {
+		b.attempts = make([]attempt, 0, len(acts))
 	}
-	task := node.Task{
-		RunID:          runID,
-		NodeID:         act.NodeID,
-		TaskID:         act.TaskID,
-		Step:           act.Step,
-		Attempt:        act.Attempt,
-		IdempotencyKey: act.IdempotencyKey,
-		SourceVersions: cloneVersions(act.SourceVersions),
+	b.attempts = b.attempts[:len(acts)]
+	b.deadlines = b.deadlinesBuf[:0]
+	for i := range acts {
+		act := &acts[i]
+		a := &b.attempts[i]
+		a.deadline = b.deadlineFor(parent, e.Deadline(act.Policy.TimeoutMS))
+		n, found := e.Nodes.Lookup(act.Implementation)
+		if !found {
+			f := failure(fmt.Sprintf("unknown implementation %q", act.Implementation), false)
+			a.report = report{failed: &f}
+			b.done <- i
+			continue
+		}
+		task := node.Task{
+			RunID:          runID,
+			NodeID:         act.NodeID,
+			TaskID:         act.TaskID,
+			Step:           act.Step,
+			Attempt:        act.Attempt,
+			IdempotencyKey: act.IdempotencyKey,
+			SourceVersions: maps.Clone(act.SourceVersions),
+		}
+		if task.SourceVersions == nil {
+			task.SourceVersions = map[string]int64{}
+		}
+		in := node.Input{
+			// Each attempt gets its own copies: a node that writes to its input
+			// despite the contract cannot race its siblings or change the
+			// snapshot a retry will see.
+			State:  cloneMap(act.Snapshot),
+			Config: cloneMap(act.Config),
+			Task:   task,
+		}
+		go b.run(node.WithTask(b.deadlines[a.deadline].ctx, task), n, in, i)
 	}
-	in := node.Input{
-		// Each attempt gets its own copies: a node that writes to its input
-		// despite the contract cannot race its siblings or change the
-		// snapshot a retry will see.
-		State:  cloneMap(act.Snapshot),
-		Config: cloneMap(act.Config),
-		Task:   task,
-	}
-	go a.run(node.WithTask(ctx, task), n, in)
-	return a
+	return b
 }
 
-// run calls the node and reports exactly once, whether the node returns,
-// panics or calls runtime.Goexit.
-func (a *attempt) run(ctx context.Context, n node.Node, in node.Input) {
+// deadlineFor returns the index of the shared deadline context for after,
+// creating it on first use.
+func (b *batch) deadlineFor(parent context.Context, after time.Duration) int {
+	for i := range b.deadlines {
+		if b.deadlines[i].after == after {
+			return i
+		}
+	}
+	ctx, cancel := context.WithTimeout(parent, after)
+	b.deadlines = append(b.deadlines, deadline{after: after, ctx: ctx, cancel: cancel})
+	return len(b.deadlines) - 1
+}
+
+func (b *batch) cancelAll() {
+	for i := range b.deadlines {
+		b.deadlines[i].cancel()
+	}
+}
+
+// run calls the node of attempt i and reports exactly once, whether the
+// node returns, panics or calls runtime.Goexit.
+func (b *batch) run(ctx context.Context, n node.Node, in node.Input, i int) {
 	var (
-		r        superstep.Result
+		rep      report
 		returned bool
 	)
 	defer func() {
 		if !returned {
+			var f superstep.Result
 			if p := recover(); p != nil {
-				r = failure(fmt.Sprintf("panic: %v", p), true)
+				f = failure(fmt.Sprintf("panic: %v", p), true)
 			} else {
 				// Deferred calls run without a panic only when the goroutine
 				// is exiting through runtime.Goexit.
-				r = failure(ReasonExited, true)
+				f = failure(ReasonExited, true)
 			}
+			rep.failed = &f
 		}
-		a.done <- settled{result: r, late: ctx.Err() != nil}
+		rep.late = ctx.Err() != nil
+		b.attempts[i].report = rep
+		b.done <- i
 	}()
-	out, err := n.Call(ctx, in)
-	r = classify(out, err)
+	rep.out, rep.err = n.Call(ctx, in)
 	returned = true
 }
 
-// wait returns the attempt's result, a timeout failure at its deadline, or
-// parent's error when the caller gave up.
-func (a *attempt) wait(parent context.Context) (superstep.Result, error) {
-	select {
-	case s := <-a.done:
-		if !s.late {
-			return s.result, nil
-		}
-	case <-a.ctx.Done():
-		// A result sent before the deadline may race the deadline's
-		// signal; it was on time, so keep it.
-		select {
-		case s := <-a.done:
-			if !s.late {
-				return s.result, nil
+// wait fills results as attempts settle. An attempt whose deadline passes
+// first becomes a timeout failure; it returns parent's error when the
+// caller gives up.
+func (b *batch) wait(parent context.Context, results []superstep.Result) error {
+	for pending := len(b.attempts); pending > 0; {
+		// Every deadline started before this loop; waiting on the earliest
+		// one still pending costs no more than the slowest attempt.
+		next := -1
+		for i := range b.attempts {
+			a := &b.attempts[i]
+			if !a.settled && (next < 0 || b.deadlines[a.deadline].after < b.deadlines[next].after) {
+				next = a.deadline
 			}
-		default:
+		}
+		select {
+		case i := <-b.done:
+			pending -= b.record(i, results)
+		case <-b.deadlines[next].ctx.Done():
+			// A result sent before the deadline may race the deadline's
+			// signal; it was on time, so keep it.
+			pending -= b.drain(results)
+			if err := parent.Err(); err != nil {
+				return err
+			}
+			for i := range b.attempts {
+				a := &b.attempts[i]
+				if !a.settled && a.deadline == next {
+					a.settled = true
+					results[i] = failure(ReasonTimeout, true)
+					pending--
+				}
+			}
+			b.deadlines[next].cancel()
+		case <-parent.Done():
+			return parent.Err()
 		}
 	}
-	a.cancel()
-	if err := parent.Err(); err != nil {
-		return superstep.Result{}, err
+	return nil
+}
+
+// record takes attempt i's report and says how many attempts it settled
+// (0 for a late result: the attempt waits for its deadline's timeout).
+func (b *batch) record(i int, results []superstep.Result) int {
+	a := &b.attempts[i]
+	if a.settled || a.report.late {
+		return 0
 	}
-	return failure(ReasonTimeout, true), nil
+	a.settled = true
+	if a.report.failed != nil {
+		results[i] = *a.report.failed
+	} else {
+		results[i] = classifySafely(a.report.out, a.report.err)
+	}
+	return 1
+}
+
+// classifySafely is classify with a panic in the output's conversion (a
+// value whose normalization panics) recorded as the attempt's panic, as if
+// the node had panicked.
+func classifySafely(out node.Output, err error) (r superstep.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = failure(fmt.Sprintf("panic: %v", p), true)
+		}
+	}()
+	return classify(out, err)
+}
+
+// drain records every report already sent.
+func (b *batch) drain(results []superstep.Result) int {
+	n := 0
+	for {
+		select {
+		case i := <-b.done:
+			n += b.record(i, results)
+		default:
+			return n
+		}
+	}
 }
 
 func classify(out node.Output, err error) superstep.Result {
@@ -229,17 +347,17 @@ func failure(reason string, retryable bool) superstep.Result {
 	return superstep.Result{Outcome: superstep.OutcomeFailure, Reason: reason, Retryable: retryable}
 }
 
+// cloneMap deep-copies a portable map; one without containers inside (the
+// common state view of strings and numbers) is copied wholesale.
 func cloneMap(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
-	return value.Clone(m).(map[string]any)
-}
-
-func cloneVersions(m map[string]int64) map[string]int64 {
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v
+	for _, v := range m {
+		switch v.(type) {
+		case []any, map[string]any:
+			return value.Clone(m).(map[string]any)
+		}
 	}
-	return out
+	return maps.Clone(m)
 }

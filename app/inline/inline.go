@@ -161,10 +161,11 @@ func ResolveInterruptInline[G Graph](ctx context.Context, r *run.Run, interruptI
 
 // driver holds one call's compiled graph, options and accepted checkpoints.
 type driver struct {
-	g           *graph.Compiled
-	cfg         config
-	exec        *executor.Executor
-	checkpoints []run.Checkpoint
+	g              *graph.Compiled
+	cfg            config
+	exec           executor.Executor
+	checkpoints    []run.Checkpoint
+	newInterruptID func() string // built once: every transition's Env carries it
 }
 
 func newDriver[G Graph](g G, opts []Option) (*driver, error) {
@@ -179,11 +180,13 @@ func newDriver[G Graph](g G, opts []Option) (*driver, error) {
 	if err := superstep.CheckExecutionPolicy(compiled, int(cfg.maxAttemptElapsed.Milliseconds())); err != nil {
 		return nil, err
 	}
-	return &driver{
+	d := &driver{
 		g:    compiled,
 		cfg:  cfg,
-		exec: &executor.Executor{Nodes: cfg.registry, MaxAttemptElapsed: cfg.maxAttemptElapsed},
-	}, nil
+		exec: executor.Executor{Nodes: cfg.registry, MaxAttemptElapsed: cfg.maxAttemptElapsed},
+	}
+	d.newInterruptID = func() string { return d.cfg.newID("interrupt_") }
+	return d, nil
 }
 
 func compile[G Graph](g G, cfg config) (*graph.Compiled, error) {
@@ -343,6 +346,11 @@ func (d *driver) accept(committed *run.Run, m *run.Moment) (*run.Run, error) {
 		return committed, fmt.Errorf("inline: moment proposes checkpoint %d but run %q is at %d",
 			m.Run.CheckpointSeq, committed.ID, committed.CheckpointSeq)
 	}
+	if d.checkpoints == nil {
+		// Room for initialization, a few supersteps and completion, so a
+		// short run appends without growing; nil until something commits.
+		d.checkpoints = make([]run.Checkpoint, 0, 8)
+	}
 	d.checkpoints = append(d.checkpoints, m.Checkpoint())
 	return m.Run, nil
 }
@@ -351,6 +359,6 @@ func (d *driver) env(floor time.Time) superstep.Env {
 	return superstep.Env{
 		Now:            d.cfg.now(),
 		ResumeFloor:    floor,
-		NewInterruptID: func() string { return d.cfg.newID("interrupt_") },
+		NewInterruptID: d.newInterruptID,
 	}
 }

@@ -1,7 +1,8 @@
 // Package observe delivers committed checkpoints to checkpoint observers,
 // after the commit and best effort: each observer runs in its own
-// goroutine, a failure or panic is logged and counted, and nothing an
-// observer does can delay, veto or roll back the commit it observes.
+// goroutine under a deadline, a failure or panic is logged and counted,
+// and nothing an observer does can delay, veto or roll back the commit it
+// observes.
 //
 // It is not an event log. Observers may miss checkpoints (a crash right
 // after commit) or see one twice; the retained events in the EventStore
@@ -33,8 +34,9 @@ type Commit struct {
 // Observer receives committed checkpoints. Each call runs in its own
 // goroutine, so calls may overlap and arrive out of commit order (order by
 // Checkpoint.Seq when it matters); an error is reported (logged and
-// counted), never retried. Use observers for hints, caches and
-// projections only.
+// counted), never retried. A call must return once its context ends (at
+// the deliverer's Timeout): one that ignores it keeps its goroutine. Use
+// observers for hints, caches and projections only.
 type Observer interface {
 	ObserveCheckpoint(ctx context.Context, c Commit) error
 }
@@ -51,6 +53,9 @@ const (
 	ResultPanic         = "exception"
 )
 
+// DefaultTimeout bounds one observer call when Deliverer.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
 // Deliverer runs the after-commit work of one engine: the committed
 // telemetry fact and the observers. The zero value delivers to nobody and
 // reports to nobody; it is safe for concurrent use.
@@ -58,54 +63,100 @@ type Deliverer struct {
 	Observers []Observer
 	Telemetry ports.Telemetry // nil: ports.NopTelemetry
 	Logger    *slog.Logger    // nil: slog.Default()
-	// Timeout bounds one observer call (its context's deadline); zero
-	// means no deadline beyond the engine's lifetime.
+	// Timeout bounds one observer call: its context's deadline (zero or
+	// less: DefaultTimeout).
 	Timeout time.Duration
 
-	wg sync.WaitGroup
+	// A counter rather than a sync.WaitGroup: deliveries may start while
+	// Wait is waiting, which a WaitGroup forbids.
+	mu      sync.Mutex
+	closed  bool
+	running int
+	idle    chan struct{} // closed when running drops to zero; nil at zero
 }
 
 // Committed reports a committed moment: it emits the committed telemetry
 // fact and starts every observer. It returns immediately. ctx only bounds
 // the observers' lifetime: observers keep running after the caller's
 // request ends but stop when ctx's values say so (ctx is detached from
-// cancellation).
+// cancellation). After Close, the fact is still emitted but no observer
+// is called.
 func (d *Deliverer) Committed(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
 	if d == nil || m == nil || m.Run == nil {
 		return
 	}
 	d.telemetry().Committed(ctx, Fact(m))
-	if len(d.Observers) == 0 {
+	if len(d.Observers) == 0 || !d.begin(len(d.Observers)) {
 		return
 	}
 	detached := context.WithoutCancel(ctx)
 	for _, o := range d.Observers {
 		c := Commit{Owner: owner, Checkpoint: cloneCheckpoint(m.Checkpoint()), Disposition: m.Disposition}
-		d.wg.Go(func() { d.deliver(detached, o, c) })
+		go func() {
+			defer d.end()
+			d.deliver(detached, o, c)
+		}()
 	}
 }
 
-// Wait blocks until every started observer has returned or ctx ends.
+// Wait blocks until no observer call is running or ctx ends. Calls that
+// start while it waits are waited for too.
 func (d *Deliverer) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		d.wg.Wait()
-		close(done)
-	}()
+	d.mu.Lock()
+	idle := d.idle
+	d.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
-	if d.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
-		defer cancel()
+// Close stops accepting deliveries (later commits call no observer) and
+// then waits like Wait. Calling it again only waits.
+func (d *Deliverer) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	return d.Wait(ctx)
+}
+
+// begin counts n calls about to start; false once closed.
+func (d *Deliverer) begin(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
 	}
+	if d.running == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.running += n
+	return true
+}
+
+// end counts one call as returned.
+func (d *Deliverer) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running--
+	if d.running == 0 {
+		close(d.idle)
+		d.idle = nil
+	}
+}
+
+func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	ctx, span := d.telemetry().StartSpan(ctx, ports.FactObserver,
 		ports.Label{Key: ports.LabelCheckpointType, Value: string(c.Checkpoint.Type)})
 	result, err := call(ctx, o, c)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,4 +143,78 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func TestAHangingObserverIsCutOffAtTheTimeout(t *testing.T) {
+	t.Parallel()
+	tel := &facts{}
+	returned := make(chan error, 1)
+	d := &observe.Deliverer{Telemetry: tel, Timeout: 30 * time.Millisecond, Observers: []observe.Observer{
+		observe.Func(func(ctx context.Context, _ observe.Commit) error {
+			<-ctx.Done() // a sink that never answers
+			returned <- ctx.Err()
+			return ctx.Err()
+		}),
+	}}
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, d.Wait(ctx), "the delivery ended at its timeout")
+	assert.ErrorIs(t, <-returned, context.DeadlineExceeded)
+	tel.mu.Lock()
+	defer tel.mu.Unlock()
+	assert.Equal(t, []string{ports.FactObserverFailure + ":" + observe.ResultCallbackError}, tel.emitted)
+}
+
+func TestObserverCallsHaveADeadlineByDefault(t *testing.T) {
+	t.Parallel()
+	type deadline struct {
+		set  bool
+		left time.Duration
+	}
+	deadlines := make(chan deadline, 1)
+	d := &observe.Deliverer{Observers: []observe.Observer{
+		observe.Func(func(ctx context.Context, _ observe.Commit) error {
+			at, ok := ctx.Deadline()
+			deadlines <- deadline{set: ok, left: time.Until(at)}
+			return nil
+		}),
+	}}
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	got := <-deadlines
+	require.True(t, got.set, "the call has a deadline")
+	assert.Greater(t, got.left, observe.DefaultTimeout-time.Second, "the deadline is the default timeout")
+	assert.LessOrEqual(t, got.left, observe.DefaultTimeout)
+	require.NoError(t, d.Wait(context.Background()))
+}
+
+// TestDeliveriesRacingShutdownNeverPanic commits from several goroutines
+// while another waits for and then closes the deliverer (run it with
+// -race): no panic, no race, and no observer call starts after Close.
+func TestDeliveriesRacingShutdownNeverPanic(t *testing.T) {
+	t.Parallel()
+	m := retryMoment()
+	for range 200 {
+		var calls atomic.Int64
+		d := &observe.Deliverer{Observers: []observe.Observer{
+			observe.Func(func(context.Context, observe.Commit) error { calls.Add(1); return nil }),
+			observe.Func(func(context.Context, observe.Commit) error { calls.Add(1); return nil }),
+		}}
+		var producers sync.WaitGroup
+		for range 4 {
+			producers.Go(func() {
+				for range 10 {
+					d.Committed(context.Background(), ports.Tenantless(), m)
+				}
+			})
+		}
+		for range 3 {
+			require.NoError(t, d.Wait(context.Background()))
+		}
+		require.NoError(t, d.Close(context.Background()))
+		atClose := calls.Load()
+		producers.Wait()
+		require.NoError(t, d.Wait(context.Background()))
+		require.Equal(t, atClose, calls.Load(), "no observer call starts after Close")
+	}
 }

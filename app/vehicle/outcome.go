@@ -18,8 +18,10 @@ const (
 	// of this drive's last proposal was committed.
 	FenceLost Kind = "fence_lost"
 	// Discarded: a commit or a read failed for another reason (an event
-	// conflict, an infrastructure error); the proposal was dropped and the
-	// claim released.
+	// conflict, an infrastructure error, a store call that ran out of
+	// StoreTimeout); the proposal was dropped and the claim released. A
+	// timed-out commit may have been written all the same: the fence keeps
+	// either fate correct.
 	Discarded Kind = "discarded"
 	// Abandoned: the stored graph version cannot be used here (corrupt,
 	// does not compile, wrong identity); the claim was handed back with a

@@ -33,6 +33,10 @@ import (
 	"github.com/docketgo/docket/ports"
 )
 
+// DefaultStoreTimeout bounds one store call when Config.StoreTimeout is
+// zero.
+const DefaultStoreTimeout = 15 * time.Second
+
 // Budget bounds one drive. A limit <= 0 is unlimited; the engine requires
 // a finite MaxElapsed below the orphan TTL.
 type Budget struct {
@@ -47,6 +51,13 @@ type Config struct {
 	Graphs ports.GraphStore // required
 	Nodes  *node.Registry   // required
 	Clock  ports.Clock      // nil: ports.SystemClock
+	// StoreTimeout bounds each store call of a drive (read, commit, graph
+	// fetch, hand-back, release; 0: DefaultStoreTimeout). A call that
+	// times out ends the drive like any failed call: the claim is released
+	// (best effort) and the work is dropped. A commit that times out may
+	// or may not have been written; the fence keeps either outcome
+	// correct.
+	StoreTimeout time.Duration
 	// Cache is the graph cache; nil compiles once per drive.
 	Cache *graphcache.Cache
 	// MaxAttemptElapsed is the host maximum of one node attempt (default
@@ -98,6 +109,9 @@ func New(cfg Config) (*Vehicle, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = ports.SystemClock{}
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	if cfg.MaxAttemptElapsed <= 0 {
 		cfg.MaxAttemptElapsed = executor.DefaultMaxAttemptElapsed
@@ -153,7 +167,10 @@ func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) (out Outcome) {
 }
 
 func (d *drive) run(ctx context.Context) Outcome {
-	r, err := d.cfg.Runs.FetchRun(ctx, d.lease.Owner, d.lease.RunID)
+	sctx, cancel := d.storeCall(ctx)
+	r, err := d.cfg.Runs.FetchRun(sctx, d.lease.Owner, d.lease.RunID)
+	cancel()
+	err = d.timedOut(ctx, "read of the claimed run", err)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return d.interrupted(err)
@@ -268,8 +285,15 @@ func momentResult(stored *run.Run, out Outcome) string {
 // commit writes m under the lease's fence and runs the after-commit work.
 func (d *drive) commit(ctx context.Context, m *run.Moment) (*run.Run, Outcome, bool) {
 	cctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactRunStoreCommit)
-	stored, err := d.cfg.Runs.Commit(cctx, d.lease.Owner, ports.CommitParams{Moment: m, ClaimToken: d.lease.Token})
+	sctx, cancel := d.storeCall(cctx)
+	stored, err := d.cfg.Runs.Commit(sctx, d.lease.Owner, ports.CommitParams{Moment: m, ClaimToken: d.lease.Token})
+	cancel()
 	span.End(resultOf(err), nil)
+	// A timed-out commit is ambiguous: it is discarded and the claim
+	// released below, and the fence makes either fate safe: if it was
+	// written, the release is a no-op or hands the committed state on; if
+	// not, the next claim replays the moment.
+	err = d.timedOut(ctx, "commit (it may or may not have been written)", err)
 	switch {
 	case err == nil:
 	case errors.Is(err, ports.ErrStaleFence):
@@ -335,8 +359,11 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	}
 
 	fctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactGraphFetch, ports.Label{Key: ports.LabelGraphID, Value: d.lease.GraphID})
-	doc, err := d.cfg.Graphs.FetchGraph(fctx, d.lease.Owner, ports.GraphRef{GraphID: d.lease.GraphID, Hash: d.lease.GraphHash})
+	sctx, cancel := d.storeCall(fctx)
+	doc, err := d.cfg.Graphs.FetchGraph(sctx, d.lease.Owner, ports.GraphRef{GraphID: d.lease.GraphID, Hash: d.lease.GraphHash})
+	cancel()
 	span.End(resultOf(err), nil)
+	err = d.timedOut(ctx, "graph fetch", err)
 	switch {
 	case errors.Is(err, ports.ErrCorruptGraph):
 		d.putIncompatible(key, ReasonCorruptGraph, true)
@@ -395,7 +422,7 @@ func (d *drive) checkHost(ctx context.Context, g *graph.Compiled) (*graph.Compil
 		return g, Outcome{}, true
 	}
 	now := d.now()
-	res, aerr := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+	res, aerr := d.abandonClaim(ctx, claim.AbandonParams{
 		ExpectedSeq:      d.lease.CheckpointSeq,
 		Now:              now,
 		RetryAt:          now.Add(d.cfg.AbandonBackoff.Base),
@@ -423,7 +450,7 @@ func (d *drive) abandon(ctx context.Context, reason string) Outcome {
 	now := d.now()
 	base := d.cfg.AbandonBackoff.Base
 	retryAt := now.Add(base + clampJitter(d.cfg.Jitter, base))
-	res, err := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+	res, err := d.abandonClaim(ctx, claim.AbandonParams{
 		ExpectedSeq:      d.lease.CheckpointSeq,
 		Now:              now,
 		RetryAt:          retryAt,
@@ -448,7 +475,7 @@ func (d *drive) deferUntil(ctx context.Context, r *run.Run, resumeAt time.Time) 
 	if retryAt.Before(now) {
 		retryAt = now
 	}
-	res, err := d.cfg.Runs.AbandonClaim(ctx, d.lease.RunID, d.lease.Token, claim.AbandonParams{
+	res, err := d.abandonClaim(ctx, claim.AbandonParams{
 		ExpectedSeq:      r.CheckpointSeq,
 		Now:              now,
 		RetryAt:          retryAt,
@@ -465,12 +492,37 @@ func (d *drive) deferUntil(ctx context.Context, r *run.Run, resumeAt time.Time) 
 	return Outcome{Kind: Deferred, Abandon: res, Committed: d.committed}
 }
 
+// abandonClaim hands the lease's claim back under p, bounded like every
+// store call.
+func (d *drive) abandonClaim(ctx context.Context, p claim.AbandonParams) (ports.AbandonResult, error) {
+	sctx, cancel := d.storeCall(ctx)
+	defer cancel()
+	res, err := d.cfg.Runs.AbandonClaim(sctx, d.lease.RunID, d.lease.Token, p)
+	return res, d.timedOut(ctx, "hand-back", err)
+}
+
+// storeCall bounds one store call by StoreTimeout, so a store that does
+// not answer (a half-open connection, a lock wait) cannot hold the drive,
+// and its dispatcher slot, forever.
+func (d *drive) storeCall(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d.cfg.StoreTimeout)
+}
+
+// timedOut names a store call that ran out of StoreTimeout while the drive
+// itself went on; any other error is returned unchanged.
+func (d *drive) timedOut(ctx context.Context, call string, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("the store did not answer the %s within %s: %w", call, d.cfg.StoreTimeout, err)
+}
+
 // release hands the claim back with an immediate wake (a no-op when the
 // token is no longer current) and returns out.
 func (d *drive) release(ctx context.Context, out Outcome) Outcome {
 	// A release is worth trying even when the caller's context ended: it
-	// only shortens recovery, and it is bounded.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// only shortens recovery, and it is bounded like every store call.
+	rctx, cancel := d.storeCall(context.WithoutCancel(ctx))
 	defer cancel()
 	if err := d.cfg.Runs.ReleaseClaim(rctx, d.lease.RunID, d.lease.Token, d.now()); err != nil {
 		d.cfg.Logger.Warn("docket claim release failed; the claim will expire after the orphan TTL",

@@ -34,6 +34,7 @@ import (
 	"github.com/docketgo/docket/adapters/postgres"
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/ports"
 )
@@ -63,6 +64,22 @@ type Settings struct {
 	// Nodes, Telemetry and Logger from the other providers.
 	Engine engine.Config
 	Logger *slog.Logger
+	// Admission is how the store takes part in claim admission (the
+	// Admitting sets only).
+	Admission Admission
+}
+
+// Admission chooses a store's claim policy and whether opening the store
+// makes that policy the schema's admission authority.
+type Admission struct {
+	// Policy is the claim policy the store admits with (nil:
+	// claim.Legacy). An engine in TenantRequired mode needs
+	// claim.WindowedInterleave (engine.ClaimPolicyTenantFair.Policy()).
+	Policy claim.Policy
+	// Passive leaves a PostgreSQL schema's admission mode as it is (see
+	// postgres.Config.KeepAdmissionMode): for processes that never claim,
+	// so that running one cannot stop a fleet of another policy.
+	Passive bool
 }
 
 // Runtime is an assembled engine with the store it runs on.
@@ -87,6 +104,24 @@ var PostgresSet = wire.NewSet(
 	NewPostgresStore,
 	wire.Bind(new(ports.Backend), new(*postgres.Store)),
 	NewPostgresRuntime,
+)
+
+// AdmittingPostgresSet is PostgresSet with the store's claim policy and
+// gate handling taken from an Admission (see Settings.Admission).
+var AdmittingPostgresSet = wire.NewSet(
+	NewPool,
+	ResolveSchema,
+	NewAdmittingPostgresStore,
+	wire.Bind(new(ports.Backend), new(*postgres.Store)),
+	NewPostgresRuntime,
+)
+
+// AdmittingMemorySet is MemorySet with the store's claim policy taken
+// from an Admission.
+var AdmittingMemorySet = wire.NewSet(
+	NewAdmittingMemoryStore,
+	wire.Bind(new(ports.Backend), new(*memory.Store)),
+	NewMemoryRuntime,
 )
 
 // DatabaseSet provides only the pool, for commands that manage the schema
@@ -177,14 +212,23 @@ func PollOnly() ports.Notifier { return nil }
 func NoTelemetry() ports.Telemetry { return ports.NopTelemetry{} }
 
 // NewPostgresStore opens the PostgreSQL store on schema, refusing a schema
-// that is not at the version this build needs.
+// that is not at the version this build needs. It admits with claim.Legacy.
 func NewPostgresStore(ctx context.Context, pool *pgxpool.Pool, schema Schema, notifier ports.Notifier,
 	telemetry ports.Telemetry) (*postgres.Store, func(), error) {
+	return NewAdmittingPostgresStore(ctx, pool, schema, notifier, telemetry, Admission{})
+}
+
+// NewAdmittingPostgresStore is NewPostgresStore with the claim policy and
+// gate handling of adm.
+func NewAdmittingPostgresStore(ctx context.Context, pool *pgxpool.Pool, schema Schema, notifier ports.Notifier,
+	telemetry ports.Telemetry, adm Admission) (*postgres.Store, func(), error) {
 	store, err := postgres.New(ctx, postgres.Config{
-		Pool:      pool,
-		Schema:    string(schema),
-		Notifier:  notifier,
-		Telemetry: telemetry,
+		Pool:              pool,
+		Schema:            string(schema),
+		Notifier:          notifier,
+		Telemetry:         telemetry,
+		Policy:            adm.Policy,
+		KeepAdmissionMode: adm.Passive,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -194,6 +238,12 @@ func NewPostgresStore(ctx context.Context, pool *pgxpool.Pool, schema Schema, no
 
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore() *memory.Store { return memory.New(memory.Options{}) }
+
+// NewAdmittingMemoryStore returns an empty in-memory store admitting with
+// adm's policy.
+func NewAdmittingMemoryStore(adm Admission) *memory.Store {
+	return memory.New(memory.Options{Policy: adm.Policy})
+}
 
 // NewEngine completes cfg with the other providers and builds the engine.
 // The engine is not started.

@@ -43,7 +43,10 @@ const (
 // node_attempts) is derived from committed, next and runtimeEvents.
 //
 // Propose takes ownership of next and of the runtimeEvents (it sets their
-// sequence fields); callers pass values they built for this moment. It
+// sequence fields in place, and appends the final event into their array
+// when it has room); callers pass values they built for this moment. The
+// runtime events' empty metadata (and any nil payload) is one map shared
+// within the moment: like every proposed value it is read-only. Propose
 // never touches committed. now is used truncated to microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
 	now = now.UTC().Truncate(time.Microsecond)
@@ -62,6 +65,12 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 		events = make([]Event, len(runtimeEvents), len(runtimeEvents)+1)
 		copy(events, runtimeEvents)
 	}
+	// The runtime events of one moment share one empty map for their
+	// metadata and missing payloads (as the final event shares the
+	// checkpoint metadata with the moment): events are values, never
+	// written after they are proposed, and a map per event would cost an
+	// allocation each on every superstep.
+	empty := map[string]any{}
 	seq := baseEvent
 	for i := range events {
 		e := &events[i]
@@ -70,9 +79,9 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 		e.Seq = seq
 		e.Timestamp = now
 		if e.Payload == nil {
-			e.Payload = map[string]any{}
+			e.Payload = empty
 		}
-		e.Metadata = map[string]any{}
+		e.Metadata = empty
 	}
 
 	added := addedPendingWrites(committedWrites, next.PendingWrites)
@@ -84,7 +93,7 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 		Type:      EventCheckpointCommitted,
 		Step:      next.Step,
 		Timestamp: now,
-		Payload:   map[string]any{},
+		Payload:   empty,
 		Metadata:  metadata,
 	})
 	next.EventSeq = seq

@@ -288,4 +288,3 @@ func typeList() string {
 	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
-

@@ -46,9 +46,15 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		channels = make(map[string]run.Channel)
 	}
 
-	// 2. Writes: one fold per field, writers in node order.
-	var writes []fieldWrite
-	var okNodes []string
+	// 2. Writes: one fold per field, writers in node order. The working
+	// lists live on the stack for the usual small superstep.
+	var (
+		writesBuf  [16]fieldWrite
+		okBuf      [16]string
+		changedBuf [16]string
+		writersBuf [16][]any
+	)
+	writes, okNodes := writesBuf[:0], okBuf[:0]
 	for i := range items {
 		it := &items[i]
 		if it.kind != run.WriteUpdate {
@@ -65,8 +71,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		}
 		return strings.Compare(a.nodeID, b.nodeID)
 	})
-	var changedFields []string
-	var writers [][]any
+	changedFields, writers := changedBuf[:0], writersBuf[:0]
 	for start := 0; start < len(writes); {
 		end := start + 1
 		for end < len(writes) && writes[end].field == writes[start].field {
@@ -105,7 +110,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 5. Register interrupts in node order.
 	var newInterrupts []run.Interrupt
-	var interruptWrites []*validated
+	var interruptWrites []int // indices into items
 	interrupts := r.Interrupts
 	pendingNodes := slices.DeleteFunc(slices.Clone(r.PendingNodes), func(n string) bool { return slices.Contains(okNodes, n) })
 	for i := range items {
@@ -138,7 +143,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		}
 		interrupts[id] = in
 		newInterrupts = append(newInterrupts, in)
-		interruptWrites = append(interruptWrites, it)
+		interruptWrites = append(interruptWrites, i)
 		pendingNodes = append(pendingNodes, it.nodeID)
 	}
 	if len(newInterrupts) > 0 {
@@ -215,14 +220,14 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		}
 		slices.SortFunc(order, func(a, b int) int { return strings.Compare(newInterrupts[a].ID, newInterrupts[b].ID) })
 		sortedIns := make([]run.Interrupt, len(order))
-		sortedWrites := make([]*validated, len(order))
+		sortedWrites := make([]int, len(order))
 		for i, o := range order {
 			sortedIns[i], sortedWrites[i] = newInterrupts[o], interruptWrites[o]
 		}
 		newInterrupts, interruptWrites = sortedIns, sortedWrites
 	}
 	for i, in := range newInterrupts {
-		w := interruptWrites[i]
+		w := &items[interruptWrites[i]]
 		events = append(events, run.Event{
 			Type: run.EventInterruptRequested, Step: r.Step, NodeID: in.NodeID, TaskID: w.taskID,
 			Payload: map[string]any{

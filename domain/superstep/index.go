@@ -4,9 +4,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/value"
 )
 
 // index holds lookups derived from one compiled graph. A compiled graph is
@@ -27,6 +29,9 @@ type index struct {
 	boxed map[string]any
 	// policies holds each node's resolved policy (or why it is invalid).
 	policies map[string]resolvedPolicy
+	// canonicalOrder says the slots are in canonical key order, so a state
+	// view can be hashed slot by slot (see plannedView).
+	canonicalOrder bool
 }
 
 type resolvedPolicy struct {
@@ -40,11 +45,31 @@ type slot struct {
 	channelID string
 	input     bool
 	channel   *graph.Channel
+	keyJSON   []byte // canonical JSON of publicID followed by ':'
 }
 
 var indexes sync.Map // weak.Pointer[graph.Compiled] -> *index
 
+// lastIndex remembers the most recent lookup: a driver plans and settles
+// the same graph over and over, and weak.Make costs a runtime lookup.
+// Holding only the weak pointer keeps the graph collectable.
+var lastIndex atomic.Pointer[indexEntry]
+
+type indexEntry struct {
+	key weak.Pointer[graph.Compiled]
+	idx *index
+}
+
 func indexOf(g *graph.Compiled) *index {
+	if e := lastIndex.Load(); e != nil && g != nil && e.key.Value() == g {
+		return e.idx
+	}
+	idx := lookupIndex(g)
+	lastIndex.Store(&indexEntry{key: weak.Make(g), idx: idx})
+	return idx
+}
+
+func lookupIndex(g *graph.Compiled) *index {
 	key := weak.Make(g)
 	if v, ok := indexes.Load(key); ok {
 		return v.(*index)
@@ -87,8 +112,10 @@ func buildIndex(g *graph.Compiled) *index {
 		}
 		return 0
 	})
+	idx.canonicalOrder = inCanonicalOrder(idx.slots)
 	for i := range idx.slots {
 		s := &idx.slots[i]
+		s.keyJSON = append(value.MustCanonical(s.publicID), ':')
 		if s.input {
 			idx.inputs[s.publicID] = s
 		} else {

@@ -34,7 +34,10 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 		return resumeSuperstep(g, idx, r, env, now)
 	}
 
-	candidates, open := planCandidates(g, idx, r)
+	// Candidates are collected in a stack buffer: the common superstep
+	// activates a handful of nodes, and only their IDs are kept.
+	var buf [16]string
+	candidates, open := planCandidates(buf[:0], g, idx, r)
 	switch {
 	case len(candidates) == 0 && len(open) == 0:
 		return Step{Kind: Commit, Moment: complete(g, r, now)}, nil
@@ -48,8 +51,8 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 		return Step{Kind: Commit, Moment: m}, nil
 	}
 
-	values, versions := idx.stateView(r.Channels)
-	hash := run.InputHash(values)
+	view := idx.plannedView(r.Channels)
+	values, versions, hash := view.values, view.versions, view.hash
 	if hash == "" {
 		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable"}
 	}
@@ -60,14 +63,14 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 		if err != nil {
 			return Step{Kind: Commit, Moment: policyFailure(r, id, err, now)}, nil
 		}
-		taskID := run.TaskID(r.ID, r.Step, id)
+		key := firstAttemptKey(r.ID, r.Step, id)
 		acts[i] = Activation{
-			TaskID:         taskID,
+			TaskID:         key[:len(key)-len(firstAttemptSuffix)],
 			NodeID:         id,
 			Step:           r.Step,
 			Attempt:        1,
 			InputHash:      hash,
-			IdempotencyKey: run.IdempotencyKey(taskID, 1),
+			IdempotencyKey: key,
 			Snapshot:       values,
 			SourceVersions: versions,
 			Implementation: node.Implementation,
@@ -78,14 +81,32 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	return Step{Kind: Execute, Activations: acts}, nil
 }
 
-// planCandidates returns the sorted nodes the next superstep activates and
-// the sorted open interrupt IDs. A candidate is a node without an open
-// interrupt that is pending (interrupted earlier) or subscribes to a channel
-// the last transition changed; only edge channels are subscribed, so a state
-// change alone never activates a node.
-func planCandidates(g *graph.Compiled, idx *index, r *run.Run) (candidates, open []string) {
+// firstAttemptSuffix ends the idempotency key of attempt 1.
+const firstAttemptSuffix = ":1"
+
+// firstAttemptKey is run.IdempotencyKey(run.TaskID(runID, step, nodeID), 1)
+// built as one string, so the task ID can be its prefix instead of a second
+// allocation.
+func firstAttemptKey(runID string, step int, nodeID string) string {
+	var stack [128]byte
+	b := append(stack[:0], runID...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, ':')
+	b = append(b, nodeID...)
+	b = append(b, firstAttemptSuffix...)
+	return string(b)
+}
+
+// planCandidates appends to dst the sorted nodes the next superstep
+// activates and returns them with the sorted open interrupt IDs. A
+// candidate is a node without an open interrupt that is pending
+// (interrupted earlier) or subscribes to a channel the last transition
+// changed; only edge channels are subscribed, so a state change alone never
+// activates a node.
+func planCandidates(dst []string, g *graph.Compiled, idx *index, r *run.Run) (candidates, open []string) {
 	open, interrupted := openInterrupts(r)
-	candidates = appendCandidates(nil, g, idx, r, interrupted, false)
+	candidates = appendCandidates(dst, g, idx, r, interrupted, false)
 	if len(candidates) > 1 {
 		slices.Sort(candidates)
 		candidates = slices.Compact(candidates)

@@ -20,12 +20,12 @@ func CheckExecutionPolicy(g *graph.Compiled, maxAttemptElapsedMS int) error {
 	if maxAttemptElapsedMS <= 0 {
 		maxAttemptElapsedMS = DefaultMaxAttemptElapsedMS
 	}
+	idx := indexOf(g) // policies resolved once per graph
 	for _, id := range g.NodeIDs {
-		node := g.Nodes[id]
-		if node == nil {
+		if g.Nodes[id] == nil {
 			continue
 		}
-		pol, err := graph.ResolvePolicies(node.Policies)
+		pol, err := idx.policy(g, id)
 		if err != nil || pol.TimeoutMS <= maxAttemptElapsedMS {
 			continue
 		}

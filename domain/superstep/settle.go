@@ -31,9 +31,15 @@ func Settle(g *graph.Compiled, r *run.Run, step Step, results []Result, env Env)
 	idx := indexOf(g)
 	now := utc(env.Now)
 
-	order := make([]int, len(results))
-	for i := range order {
-		order[i] = i
+	// Results are visited in node order; the index list lives on the stack
+	// for the usual handful of activations.
+	var orderBuf [16]int
+	order := orderBuf[:0]
+	if len(results) > len(orderBuf) {
+		order = make([]int, 0, len(results))
+	}
+	for i := range results {
+		order = append(order, i)
 	}
 	acts := step.Activations
 	if !slices.IsSortedFunc(acts, func(a, b Activation) int { return strings.Compare(a.NodeID, b.NodeID) }) {
@@ -41,9 +47,10 @@ func Settle(g *graph.Compiled, r *run.Run, step Step, results []Result, env Env)
 	}
 
 	var (
-		finals   []validated
-		retries  []retryItem
-		failures []attemptFailure
+		finalsBuf [8]validated
+		finals    = finalsBuf[:0]
+		retries   []retryItem
+		failures  []attemptFailure
 	)
 	for _, i := range order {
 		a := &acts[i]

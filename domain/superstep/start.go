@@ -37,10 +37,8 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 
 	keys := value.SortedKeys(input)
 	channels := make(map[string]run.Channel, len(keys)+len(g.StartEdges))
-	changed := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		channels[idx.inputs[k].channelID] = run.Channel{Value: input[k], Version: 1}
-		changed[k] = true
 	}
 
 	// $start behaves as a completed virtual source: its edges see the
@@ -58,6 +56,11 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		}
 		if e.Guard != nil {
 			if view == nil {
+				// Only guards read the changed set: built on first need.
+				changed := make(map[string]bool, len(keys))
+				for _, k := range keys {
+					changed[k] = true
+				}
 				v := idx.guardView(channels, changed)
 				view = &v
 			}

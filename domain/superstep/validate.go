@@ -203,4 +203,3 @@ func decodeInterrupt(v any) (*InterruptRequest, []string) {
 	}
 	return req, nil
 }
-

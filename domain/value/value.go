@@ -49,22 +49,20 @@ func Normalize(v any) (any, error) {
 }
 
 func normalize(v any, path string) (any, error) {
+	// Portable scalars are returned as the interface value they came in:
+	// boxing them again would allocate.
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
-	case bool:
-		return x, nil
-	case string:
-		return x, nil
-	case int64:
-		return x, nil
+	case bool, string, int64:
+		return v, nil
 	case int:
 		return int64(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, &NotPortableError{Path: path, Reason: "NaN and infinities are not portable"}
 		}
-		return x, nil
+		return v, nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {

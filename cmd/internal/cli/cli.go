@@ -95,6 +95,12 @@ type app struct {
 	json        bool
 	noProgress  bool
 	logLevel    string
+
+	// claimPolicyFlag is the worker's --claim-policy; admits is set by the
+	// commands that claim runs (worker, demo): only their stores take the
+	// schema's admission authority.
+	claimPolicyFlag string
+	admits          bool
 }
 
 func (a *app) rootCommand() *cobra.Command {

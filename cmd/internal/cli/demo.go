@@ -156,6 +156,7 @@ func (a *app) demo(ctx context.Context, o demoOptions) error {
 // PostgreSQL, else (no binaries, a failed start, or --memory) memory.
 func (a *app) demoBackend(ctx context.Context, o demoOptions) (*demoBackend, error) {
 	cfg := demoEngineConfig(o.pollTick)
+	a.admits = true // the demo drives its runs
 	switch {
 	case a.databaseURL != "":
 		if a.schema == "" {

@@ -19,11 +19,19 @@ func (a *app) settings(cfg engine.Config) (wiring.Settings, error) {
 	if a.tenant != "" {
 		cfg.TenantMode = engine.TenantRequired
 	}
+	policy, err := a.claimPolicy()
+	if err != nil {
+		return wiring.Settings{}, err
+	}
+	cfg.ClaimPolicy = policy
 	return wiring.Settings{
 		DatabaseURL: wiring.DatabaseURL(a.databaseURL),
 		Schema:      wiring.SchemaName(a.schema),
 		Engine:      cfg,
 		Logger:      logger,
+		// Commands that never claim leave the schema's admission mode
+		// alone: a one-off command must not stop a running fleet.
+		Admission: wiring.Admission{Policy: policy.Policy(), Passive: !a.admits},
 	}, nil
 }
 

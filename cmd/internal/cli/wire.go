@@ -19,12 +19,12 @@ import (
 // telemetry, and the built-in example nodes.
 func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func(), error) {
 	wire.Build(
-		wiring.PostgresSet,
+		wiring.AdmittingPostgresSet,
 		wiring.ListenSet,
 		wiring.NoTelemetrySet,
 		wiring.EngineSet,
 		demo.Registry,
-		wire.FieldsOf(new(wiring.Settings), "DatabaseURL", "Schema", "Engine", "Logger"),
+		wire.FieldsOf(new(wiring.Settings), "DatabaseURL", "Schema", "Engine", "Logger", "Admission"),
 	)
 	return nil, nil, nil
 }
@@ -33,11 +33,11 @@ func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func
 // demo's fallback).
 func openMemory(s wiring.Settings) (*wiring.Runtime, error) {
 	wire.Build(
-		wiring.MemorySet,
+		wiring.AdmittingMemorySet,
 		wiring.NoTelemetrySet,
 		wiring.EngineSet,
 		demo.Registry,
-		wire.FieldsOf(new(wiring.Settings), "Engine", "Logger"),
+		wire.FieldsOf(new(wiring.Settings), "Engine", "Logger", "Admission"),
 	)
 	return nil, nil
 }

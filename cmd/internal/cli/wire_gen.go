@@ -38,7 +38,8 @@ func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func
 		cleanup()
 		return nil, nil, err
 	}
-	store, cleanup2, err := wiring.NewPostgresStore(ctx, pool, schema, listener, telemetry)
+	admission := s.Admission
+	store, cleanup2, err := wiring.NewAdmittingPostgresStore(ctx, pool, schema, listener, telemetry, admission)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -61,7 +62,8 @@ func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func
 // demo's fallback).
 func openMemory(s wiring.Settings) (*wiring.Runtime, error) {
 	config := s.Engine
-	store := wiring.NewMemoryStore()
+	admission := s.Admission
+	store := wiring.NewAdmittingMemoryStore(admission)
 	registry := demo.Registry()
 	telemetry := wiring.NoTelemetry()
 	logger := s.Logger

@@ -47,6 +47,7 @@ func (a *app) workerCommand() *cobra.Command {
 			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 {
 				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout and --for not negative")
 			}
+			a.admits = true
 			return a.worker(cmd.Context(), cfg, runFor)
 		},
 	}
@@ -54,6 +55,8 @@ func (a *app) workerCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&pollInterval, "poll-interval", engine.DefaultPollInterval, "longest wait between polls")
 	cmd.Flags().DurationVar(&drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "how long stopping waits for running work")
 	cmd.Flags().BoolVar(&pollOnly, "poll-only", false, "do not LISTEN for wake-ups (e.g. behind PgBouncer transaction pooling)")
+	cmd.Flags().StringVar(&a.claimPolicyFlag, "claim-policy", "",
+		"claim policy: legacy (FIFO) or tenant-fair (default: tenant-fair with --tenant, else legacy); the last worker started sets the schema's")
 	cmd.Flags().DurationVar(&runFor, "for", 0, "stop after this long (0: until Ctrl-C or SIGTERM)")
 	cmd.Flags().Var(&events, "event-retention", "prune events older than this (e.g. 7d)")
 	cmd.Flags().Var(&runs, "run-retention", "prune finished runs older than this (e.g. 30d)")

@@ -1,0 +1,87 @@
+package superstep
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
+)
+
+// plannedView is the state view of a planned superstep with its input hash.
+type plannedView struct {
+	values   map[string]any
+	versions map[string]int64
+	hash     string // "" when the view is not portable
+}
+
+// plannedView builds the state view and its input hash together. The hash
+// is run.InputHash(values): the canonical JSON of the view, whose keys are
+// the slots' public IDs in UTF-16 order. The slots are already sorted by
+// byte order, which is that order whenever canonicalOrder holds, so the
+// encoding is written slot by slot instead of re-reading and re-sorting
+// the map.
+func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
+	values, versions := idx.stateView(channels)
+	if !idx.canonicalOrder {
+		return plannedView{values, versions, run.InputHash(values)}
+	}
+	buf := viewBuffers.Get().(*bytes.Buffer)
+	defer putViewBuffer(buf)
+	buf.Reset()
+	buf.WriteByte('{')
+	first := true
+	for i := range idx.slots {
+		s := &idx.slots[i]
+		v, ok := values[s.publicID]
+		if !ok {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		buf.Write(s.keyJSON)
+		if err := value.AppendCanonical(buf, v); err != nil {
+			return plannedView{values, versions, ""}
+		}
+	}
+	buf.WriteByte('}')
+	sum := sha256.Sum256(buf.Bytes())
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return plannedView{values, versions, string(text[:])}
+}
+
+var viewBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putViewBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		viewBuffers.Put(buf)
+	}
+}
+
+// inCanonicalOrder reports whether slots sorted by byte order of their
+// public IDs are also in canonical (UTF-16) key order with no repeated key:
+// true when no ID holds invalid UTF-8 or a four-byte (supplementary-plane)
+// sequence, the only cases where the two orders differ.
+func inCanonicalOrder(slots []slot) bool {
+	for i := range slots {
+		id := slots[i].publicID
+		if i > 0 && slots[i-1].publicID >= id {
+			return false
+		}
+		if !utf8.ValidString(id) {
+			return false
+		}
+		for j := 0; j < len(id); j++ {
+			if id[j] >= 0xF0 {
+				return false
+			}
+		}
+	}
+	return true
+}
