@@ -1,0 +1,113 @@
+package dbbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// WorkflowResult is one DBOS run's outcome.
+type WorkflowResult struct {
+	Workflows int
+	Steps     int
+	Elapsed   time.Duration
+	Latencies []time.Duration // start → result of each workflow
+}
+
+// PerSecond is workflows per second.
+func (r WorkflowResult) PerSecond() float64 { return float64(r.Workflows) / r.Elapsed.Seconds() }
+
+// StepsPerSecond is step checkpoints per second.
+func (r WorkflowResult) StepsPerSecond() float64 {
+	return float64(r.Workflows*r.Steps) / r.Elapsed.Seconds()
+}
+
+func noopStep(context.Context) (int, error) { return 1, nil }
+
+// benchWorkflow runs n no-op steps; DBOS checkpoints each one.
+func benchWorkflow(c dbos.Context, n int) (int, error) {
+	sum := 0
+	for range n {
+		v, err := dbos.RunAsStep(c, noopStep)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// DBOSWorkflows launches DBOS Transact on db and runs workflows workflows
+// of steps no-op steps each, inFlight at a time, each started directly
+// (RunWorkflow) and awaited; limit bounds the whole run.
+func DBOSWorkflows(ctx context.Context, db *Database, workflows, steps, inFlight int, limit time.Duration) (WorkflowResult, error) {
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "docket-bench", DatabaseURL: db.URL, Logger: discardLogger()})
+	if err != nil {
+		return WorkflowResult{}, fmt.Errorf("dbos context: %w", err)
+	}
+	defer dbos.Shutdown(dctx, 10*time.Second)
+	workflow := benchWorkflow
+	dbos.RegisterWorkflow(dctx, workflow)
+	if err := dbos.Launch(dctx); err != nil {
+		return WorkflowResult{}, fmt.Errorf("dbos launch: %w", err)
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		res  = WorkflowResult{Workflows: workflows, Steps: steps}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan struct{})
+	go func() {
+		defer close(next)
+		for range workflows {
+			select {
+			case next <- struct{}{}:
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	for range inFlight {
+		wg.Go(func() {
+			for range next {
+				t0 := time.Now()
+				h, err := dbos.RunWorkflow(dctx, workflow, steps)
+				if err == nil {
+					var got int
+					got, err = h.GetResult()
+					if err == nil && got != steps {
+						err = fmt.Errorf("workflow returned %d, want %d", got, steps)
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					res.Latencies = append(res.Latencies, time.Since(t0))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	if len(errs) > 0 {
+		return res, fmt.Errorf("%d of %d workflows failed; first: %w", len(errs), workflows, errs[0])
+	}
+	if err := runCtx.Err(); err != nil {
+		return res, fmt.Errorf("dbos run did not finish in %s: %w", limit, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,290 @@
+package dbbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docketgo/docket/adapters/notify"
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/migrations"
+)
+
+// DocketSchema is the schema the durable scenarios migrate.
+const DocketSchema = "docket"
+
+// Shapes of the durable scenarios.
+const (
+	ShapeOneStep = "one-step"
+	ShapeChain10 = "chain10"
+	ShapeFanOut8 = "fanout8"
+)
+
+// DocketGraph is the graph of a durable scenario: every node writes its own
+// state field (the same no-op node as the inline scenarios).
+func DocketGraph(shape string) (*graph.Graph, int, error) {
+	b := graph.New("bench-"+shape).Input("in", schema.String(), graph.Required())
+	writes := func(field string) graph.RecordOption { return graph.Config(map[string]any{"field": field}) }
+	switch shape {
+	case ShapeOneStep, ShapeChain10:
+		n := 1
+		if shape == ShapeChain10 {
+			n = 10
+		}
+		prev := graph.Start
+		for i := range n {
+			id := fmt.Sprintf("n%02d", i)
+			b.State(id, schema.String()).Node(id, noopRef, writes(id)).Edge("e_"+id, prev, id)
+			prev = id
+		}
+		b.Edge("e_finish", prev, graph.Finish).Output("out", prev)
+		g, err := b.Build()
+		return g, n, err
+	case ShapeFanOut8:
+		branches := make([]string, 8)
+		for i := range branches {
+			id := fmt.Sprintf("b%02d", i)
+			branches[i] = id
+			b.State(id, schema.String()).Node(id, noopRef, writes(id)).Edge("e_"+id, graph.Start, id)
+		}
+		b.State("join", schema.String()).Node("join", noopRef, writes("join")).
+			Join("e_join", branches, "join").Edge("e_finish", "join", graph.Finish).Output("out", "join")
+		g, err := b.Build()
+		return g, 2, err
+	}
+	return nil, 0, fmt.Errorf("unknown shape %q", shape)
+}
+
+const noopRef = "bench.noop"
+
+func registry() *node.Registry {
+	return node.NewRegistry().MustRegister(noopRef, node.New(
+		schema.Object(map[string]*schema.Schema{"field": schema.String().AsRequired()}),
+		func(_ context.Context, in node.Input) (node.Output, error) {
+			return node.Update(map[string]any{in.Config["field"].(string): "v"}), nil
+		}))
+}
+
+// Docket is one engine on a migrated fresh database.
+type Docket struct {
+	Engine *engine.Engine
+	Pool   *pgxpool.Pool
+	Ref    engine.GraphRef
+	// Steps is the number of supersteps one run of the graph commits.
+	Steps int
+	store *postgres.Store
+}
+
+// DocketOptions configure OpenDocket.
+type DocketOptions struct {
+	Shape       string
+	Concurrency int
+	// PollOnly disables LISTEN/NOTIFY: the dispatcher relies on polling.
+	PollOnly     bool
+	PollInterval time.Duration
+}
+
+// OpenDocket migrates db, opens the PostgreSQL store and an engine with
+// the no-op node registry, and publishes the scenario's graph. The engine
+// is not started.
+func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, error) {
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(o.Concurrency + 8) // vehicles' commits plus claims, signals and the gate queries
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Docket{Pool: pool}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close(context.Background())
+		}
+	}()
+	if _, err := migrations.Up(ctx, pool, migrations.Options{Schema: DocketSchema}); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	storeCfg := postgres.Config{Pool: pool, Schema: DocketSchema}
+	if !o.PollOnly {
+		listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg.ConnConfig, Schema: DocketSchema})
+		if err != nil {
+			return nil, err
+		}
+		storeCfg.Notifier = listener
+	}
+	if d.store, err = postgres.New(ctx, storeCfg); err != nil {
+		return nil, err
+	}
+	poll := o.PollInterval
+	if poll == 0 {
+		poll = 100 * time.Millisecond
+	}
+	d.Engine, err = engine.New(engine.Config{
+		Backend:    d.store,
+		Nodes:      registry(),
+		PollOnly:   o.PollOnly,
+		Dispatcher: engine.DispatcherConfig{Concurrency: o.Concurrency, PollInterval: poll},
+		Logger:     discardLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	g, steps, err := DocketGraph(o.Shape)
+	if err != nil {
+		return nil, err
+	}
+	if d.Ref, err = d.Engine.SaveGraph(ctx, g); err != nil {
+		return nil, fmt.Errorf("save graph: %w", err)
+	}
+	d.Steps = steps
+	ok = true
+	return d, nil
+}
+
+// Close stops the engine (if started) and closes the store and pool.
+func (d *Docket) Close(ctx context.Context) {
+	if d.Engine != nil {
+		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = d.Engine.Stop(stopCtx)
+		cancel()
+	}
+	if d.store != nil {
+		_ = d.store.Close()
+	}
+	d.Pool.Close()
+}
+
+// StartRuns starts n runs (each committed initialized and due now) from 8
+// goroutines; it is the untimed setup of a drain.
+func (d *Docket) StartRuns(ctx context.Context, n int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := d.Engine.StartRun(ctx, d.Ref, map[string]any{"in": "x"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Drain starts the engine and times until all runs of the database are
+// done (or limit passes), then stops the engine.
+func (d *Docket) Drain(ctx context.Context, runs int, limit time.Duration) (DrainResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	start := time.Now()
+	if err := d.Engine.Start(ctx); err != nil {
+		return DrainResult{}, err
+	}
+	q := "SELECT count(*) FROM " + pgx.Identifier{DocketSchema, "docket_runs"}.Sanitize() + " WHERE status = 'done'"
+	done := 0
+	for {
+		if err := d.Pool.QueryRow(ctx, q).Scan(&done); err != nil && ctx.Err() == nil {
+			return DrainResult{}, err
+		}
+		if done >= runs {
+			res := DrainResult{Jobs: runs, Elapsed: time.Since(start)}
+			stopCtx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+			defer stop()
+			return res, d.Engine.Stop(stopCtx)
+		}
+		select {
+		case <-ctx.Done():
+			// The partial figure is kept: how fast it went while it went.
+			elapsed := time.Since(start)
+			return DrainResult{Jobs: done, Elapsed: elapsed}, fmt.Errorf("%w: docket finished %d of %d runs in %s (%.0f runs/s)",
+				ErrDrainLimit, done, runs, elapsed.Round(time.Second), float64(done)/elapsed.Seconds())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Latencies starts n runs one at a time on a started engine and measures
+// each from StartRun to its done status (AwaitRun).
+func (d *Docket) Latencies(ctx context.Context, n int) ([]time.Duration, error) {
+	if err := d.Engine.Start(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		r, err := d.Engine.StartRun(ctx, d.Ref, map[string]any{"in": "x"})
+		if err != nil {
+			return out, err
+		}
+		if r, err = d.Engine.AwaitRun(ctx, r.ID, 30*time.Second); err != nil {
+			return out, err
+		}
+		if r.Status != "done" {
+			return out, fmt.Errorf("run %s ended %s", r.ID, r.Status)
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
+}
+
+// ErrDrainLimit is returned when a drain does not finish within its limit.
+var ErrDrainLimit = errors.New("drain limit reached")
+
+// ErrGateFailed is wrapped by every invariant gate failure.
+var ErrGateFailed = errors.New("invariant gate failed")
+
+// gate is one invariant: a query counting violations (0 passes).
+type gate struct {
+	name  string
+	query string
+}
+
+// CheckGates runs the invariant gates over a drained schema: every run
+// done, no claim left or shared, exactly one terminal event per run,
+// unique and contiguous event sequences, nothing poisoned or stranded. It
+// returns every failed gate, each wrapping ErrGateFailed.
+func CheckGates(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schemaName string, wantRuns int) error {
+	runs := pgx.Identifier{schemaName, "docket_runs"}.Sanitize()
+	events := pgx.Identifier{schemaName, "docket_events"}.Sanitize()
+	gates := []gate{
+		{"exact terminal count", fmt.Sprintf(`SELECT abs(count(*) FILTER (WHERE status = 'done') - %d) + count(*) FILTER (WHERE status <> 'done') FROM %s`, wantRuns, runs)},
+		{"no duplicate active claim token", `SELECT count(*) FROM (SELECT claim_token FROM ` + runs + ` WHERE claim_token IS NOT NULL GROUP BY claim_token HAVING count(*) > 1) d`},
+		{"no active claims after drain", `SELECT count(*) FROM ` + runs + ` WHERE claim_token IS NOT NULL`},
+		{"one terminal event per run", `SELECT count(*) FROM ` + runs + ` r WHERE (SELECT count(*) FROM ` + events +
+			` e WHERE e.run_id = r.run_id AND e.type IN ('run_completed', 'run_failed', 'run_cancelled')) <> 1`},
+		{"unique {run_id, seq}", `SELECT count(*) FROM (SELECT 1 FROM ` + events + ` GROUP BY run_id, seq HAVING count(*) > 1) d`},
+		{"contiguous event sequences", `SELECT count(*) FROM (SELECT run_id FROM ` + events + ` GROUP BY run_id HAVING max(seq) <> count(*) OR min(seq) <> 1) d`},
+		{"event_seq matches the log", `SELECT count(*) FROM ` + runs + ` r WHERE r.event_seq <> (SELECT coalesce(max(seq), 0) FROM ` + events + ` e WHERE e.run_id = r.run_id)`},
+		{"no poisoned or stranded runs", `SELECT count(*) FROM ` + runs + ` WHERE poisoned_at IS NOT NULL OR status IN ('running', 'waiting')`},
+	}
+	var errs []error
+	for _, g := range gates {
+		var violations int64
+		if err := q.QueryRow(ctx, g.query).Scan(&violations); err != nil {
+			return fmt.Errorf("gate %q: %w", g.name, err)
+		}
+		if violations != 0 {
+			errs = append(errs, fmt.Errorf("%w: %s (%d violations)", ErrGateFailed, g.name, violations))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,63 @@
+package dbbench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/bench/dbbench"
+	"github.com/docketgo/docket/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// A drained database passes every gate; a planted double commit of a
+// terminal moment, or a miscounted drain, fails them.
+func TestInvariantGatesPassAfterADrainAndCatchAPlantedDoubleCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg := pgtest.New(t)
+	db := &dbbench.Database{Name: pg.Name, URL: pg.URL}
+	d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: dbbench.ShapeOneStep, Concurrency: 4, PollOnly: true, PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close(context.Background()) })
+
+	const runs = 5
+	require.NoError(t, d.StartRuns(ctx, runs))
+	res, err := d.Drain(ctx, runs, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, runs, res.Jobs)
+	require.NoError(t, dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, runs))
+
+	err = dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, runs+1)
+	require.ErrorIs(t, err, dbbench.ErrGateFailed)
+	assert.Contains(t, err.Error(), "exact terminal count")
+
+	// Plant a second run_completed event on one run, as a double commit of
+	// its terminal moment would.
+	events := pgx.Identifier{dbbench.DocketSchema, "docket_events"}.Sanitize()
+	_, err = d.Pool.Exec(ctx, `INSERT INTO `+events+` (run_id, seq, type, step, payload, metadata, occurred_at, inserted_at)
+SELECT e.run_id, (SELECT max(x.seq) FROM `+events+` x WHERE x.run_id = e.run_id) + 1, type, step, payload, metadata, occurred_at, inserted_at
+FROM `+events+` e WHERE type = 'run_completed' ORDER BY run_id LIMIT 1`)
+	require.NoError(t, err)
+	err = dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, runs)
+	require.ErrorIs(t, err, dbbench.ErrGateFailed)
+	assert.Contains(t, err.Error(), "one terminal event per run")
+	assert.Contains(t, err.Error(), "event_seq matches the log")
+}
+
+func TestDocketGraphsCompileForEveryShape(t *testing.T) {
+	t.Parallel()
+	for shape, steps := range map[string]int{dbbench.ShapeOneStep: 1, dbbench.ShapeChain10: 10, dbbench.ShapeFanOut8: 2} {
+		g, n, err := dbbench.DocketGraph(shape)
+		require.NoError(t, err, shape)
+		assert.NotNil(t, g)
+		assert.Equal(t, steps, n, shape)
+	}
+	_, _, err := dbbench.DocketGraph("ring")
+	assert.Error(t, err)
+}

@@ -1,0 +1,67 @@
+package harness_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/bench/harness"
+)
+
+func cost(scenario, system string, ns, allocs float64, status harness.Status) harness.Result {
+	return harness.Result{Scenario: scenario, System: system, Status: status, Summary: harness.Summary{NsPerOp: ns, AllocsPerOp: allocs}}
+}
+
+func TestCompareCostNeedsBothRatiosWithinTheGoal(t *testing.T) {
+	t.Parallel()
+	rep := &harness.Report{Results: []harness.Result{
+		cost("a", "ours", 50, 10, harness.StatusMeasured), cost("a", "peer", 100, 20, harness.StatusMeasured),
+		cost("b", "ours", 50, 30, harness.StatusMeasured), cost("b", "peer", 100, 20, harness.StatusMeasured),
+		cost("c", "ours", 50, 10, harness.StatusMeasured), cost("c", "peer", 100, 20, harness.StatusRecorded),
+		cost("d", "ours", 50, 10, harness.StatusMeasured), {Scenario: "d", System: "peer", Status: harness.StatusSkipped},
+	}}
+	for _, s := range []string{"a", "b", "c", "d"} {
+		rep.CompareCost(s, "ours", "peer", 1.0)
+	}
+	a, b, c, d := rep.Comparisons[0], rep.Comparisons[1], rep.Comparisons[2], rep.Comparisons[3]
+	assert.True(t, a.Met)
+	assert.InDelta(t, 0.5, a.TimeRatio, 1e-9)
+	assert.InDelta(t, 0.5, a.AllocRatio, 1e-9)
+	assert.False(t, b.Met, "more allocations than the peer misses the goal")
+	assert.True(t, c.Met)
+	assert.Contains(t, c.Note, "recorded, not measured in this run")
+	assert.False(t, d.Met)
+	assert.Contains(t, d.Note, "not compared")
+}
+
+func TestThroughputAndLatencyComparisons(t *testing.T) {
+	t.Parallel()
+	rep := &harness.Report{Results: []harness.Result{
+		{Scenario: "drain/c8", System: "ours", Status: harness.StatusMeasured, Throughput: 500},
+		{Scenario: "drain/c8", System: "peer", Status: harness.StatusMeasured, Throughput: 1000},
+		{Scenario: "drain/c32", System: "ours", Status: harness.StatusMeasured, Throughput: 3000},
+		{Scenario: "drain/c32", System: "peer", Status: harness.StatusFailed, Throughput: 9000},
+		{Scenario: "drain/c64", System: "peer", Status: harness.StatusMeasured, Throughput: 2000},
+		{Scenario: "lat", System: "ours", Status: harness.StatusMeasured, Summary: harness.Summary{P50Ns: 3}},
+		{Scenario: "lat", System: "peer", Status: harness.StatusMeasured, Summary: harness.Summary{P50Ns: 2}},
+		{Scenario: "probe/c8", System: "limit", Status: harness.StatusMeasured, Throughput: 1000},
+	}}
+	rep.CompareThroughput("drain/c8", "ours", "peer", 1.0)
+	rep.CompareBest("drain/best", "drain/", "ours", "peer", 1.0)
+	rep.CompareLatencyP50("lat", "ours", "peer", 2.0)
+	rep.CompareMoments("drain/c8", "ours", "probe/c8", "limit", 2, 0.8)
+
+	assert.False(t, rep.Comparisons[0].Met)
+	assert.InDelta(t, 0.5, rep.Comparisons[0].TimeRatio, 1e-9)
+	best := rep.Comparisons[1]
+	assert.True(t, best.Met, "a failed scenario's numbers never count")
+	assert.InDelta(t, 1.5, best.TimeRatio, 1e-9)
+	assert.True(t, rep.Comparisons[2].Met)
+	assert.InDelta(t, 1.0, rep.Comparisons[3].TimeRatio, 1e-9, "500 runs/s × 2 commits ÷ 1000 commits/s")
+
+	var md bytes.Buffer
+	require.NoError(t, rep.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "| drain/best | ours ÷ peer | 1.50 |")
+}
