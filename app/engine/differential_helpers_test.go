@@ -1,17 +1,15 @@
 package engine_test
 
 // Support for the differential tests (differential_test.go): the spec §12
-// test nodes and graphs exactly as the inline runner's own tests define
-// them (app/inline/helpers_test.go; test files of another package cannot
-// be imported, so they are restated here under diff-prefixed names), a
-// controllable clock, and two drivers that take one scenario through the
-// inline runner and through the durable engine in the same way.
+// test nodes and graphs the inline runner's own tests use (shared through
+// app/internal/scenario, named here with a diff prefix), a controllable
+// clock, and two drivers that take one scenario through the inline runner
+// and through the durable engine in the same way.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,32 +21,32 @@ import (
 
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/inline"
+	"github.com/docketgo/docket/app/internal/scenario"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/app/observe"
 	"github.com/docketgo/docket/app/vehicle"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
-	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/domain/superstep"
 	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
 )
 
-// The test nodes of spec §12, under the references the inline tests use.
+// The test nodes of spec §12 (package scenario), under diff-prefixed names.
 const (
-	diffRefCopyInput         = "test.copy_input"
-	diffRefEcho              = "test.echo"
-	diffRefWriteValue        = "test.write_value"
-	diffRefIncrement         = "test.increment"
-	diffRefInterruptOnce     = "test.interrupt_once"
-	diffRefInterruptWhileEmp = "test.interrupt_while_empty"
-	diffRefFlaky             = "test.flaky"
-	diffRefAlwaysFails       = "test.always_fails"
-	diffRefPanics            = "test.panics"
-	diffRefExits             = "test.exits"
-	diffRefAwaits            = "test.awaits"
-	diffRefBadReturn         = "test.bad_return"
-	diffRefBlocking          = "test.blocking"
+	diffRefCopyInput         = scenario.RefCopyInput
+	diffRefEcho              = scenario.RefEcho
+	diffRefWriteValue        = scenario.RefWriteValue
+	diffRefIncrement         = scenario.RefIncrement
+	diffRefInterruptOnce     = scenario.RefInterruptOnce
+	diffRefInterruptWhileEmp = scenario.RefInterruptWhileEmpty
+	diffRefFlaky             = scenario.RefFlaky
+	diffRefAlwaysFails       = scenario.RefAlwaysFails
+	diffRefPanics            = scenario.RefPanics
+	diffRefExits             = scenario.RefExits
+	diffRefAwaits            = scenario.RefAwaits
+	diffRefBadReturn         = scenario.RefBadReturn
+	diffRefBlocking          = scenario.RefBlocking
 )
 
 // diffClock is a clock that moves only when told to. The durable side
@@ -99,7 +97,7 @@ type diffKit struct {
 
 func newDiffKit() *diffKit {
 	k := &diffKit{registry: node.NewRegistry()}
-	k.register()
+	scenario.RegisterNodes(k.registry, k.record)
 	return k
 }
 
@@ -118,204 +116,18 @@ func (k *diffKit) recorded() []diffAttempt {
 	return slices.Clone(k.attempts)
 }
 
-func (k *diffKit) register() {
-	reqString := schema.String().AsRequired()
-	k.registry.
-		MustRegister(diffRefCopyInput, node.New(obj(map[string]*schema.Schema{"from": reqString, "to": reqString}),
-			func(_ context.Context, in node.Input) (node.Output, error) {
-				k.record(in)
-				return node.Update(map[string]any{in.Config["to"].(string): in.State[in.Config["from"].(string)]}), nil
-			})).
-		MustRegister(diffRefEcho, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			return node.Update(nil), nil
-		})).
-		MustRegister(diffRefWriteValue, node.New(obj(map[string]*schema.Schema{"field": reqString}).AsOpen(),
-			func(_ context.Context, in node.Input) (node.Output, error) {
-				k.record(in)
-				return node.Update(map[string]any{in.Config["field"].(string): in.Config["value"]}), nil
-			})).
-		MustRegister(diffRefIncrement, node.New(obj(map[string]*schema.Schema{"field": reqString}),
-			func(_ context.Context, in node.Input) (node.Output, error) {
-				k.record(in)
-				f := in.Config["field"].(string)
-				switch v := in.State[f].(type) {
-				case float64:
-					return node.Update(map[string]any{f: v + 1}), nil
-				case int64:
-					return node.Update(map[string]any{f: v + 1}), nil
-				default:
-					return node.Update(map[string]any{f: 1}), nil
-				}
-			})).
-		MustRegister(diffRefInterruptOnce, node.New(obj(map[string]*schema.Schema{"resume_field": reqString, "write_field": reqString}),
-			func(_ context.Context, in node.Input) (node.Output, error) {
-				k.record(in)
-				resume := in.Config["resume_field"].(string)
-				v, ok := in.State[resume]
-				if !ok {
-					return node.Interrupt(node.InterruptRequest{ResumeChannel: resume, Schema: schema.String()}), nil
-				}
-				return node.Update(map[string]any{in.Config["write_field"].(string): v}), nil
-			})).
-		MustRegister(diffRefInterruptWhileEmp, node.New(obj(map[string]*schema.Schema{"resume_field": reqString, "write_field": reqString}),
-			func(_ context.Context, in node.Input) (node.Output, error) {
-				k.record(in)
-				resume := in.Config["resume_field"].(string)
-				v := in.State[resume]
-				empty := v == nil
-				switch x := v.(type) {
-				case []any:
-					empty = len(x) == 0
-				case map[string]any:
-					empty = len(x) == 0
-				}
-				if empty {
-					return node.Interrupt(node.InterruptRequest{ResumeChannel: resume}), nil
-				}
-				return node.Update(map[string]any{in.Config["write_field"].(string): v}), nil
-			})).
-		MustRegister(diffRefFlaky, node.New(obj(map[string]*schema.Schema{
-			"failures": schema.Float().AsRequired(), "field": reqString, "value": reqString,
-		}), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			failures, _ := in.Config["failures"].(float64)
-			if n, ok := in.Config["failures"].(int64); ok {
-				failures = float64(n)
-			}
-			if float64(in.Task.Attempt) <= failures {
-				return node.Output{}, fmt.Errorf("flaky attempt %d", in.Task.Attempt)
-			}
-			return node.Update(map[string]any{in.Config["field"].(string): in.Config["value"]}), nil
-		})).
-		MustRegister(diffRefAlwaysFails, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			return node.Output{}, errors.New("always_fails")
-		})).
-		MustRegister(diffRefPanics, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			panic("node exploded")
-		})).
-		MustRegister(diffRefExits, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			runtime.Goexit()
-			return node.Output{}, nil
-		})).
-		MustRegister(diffRefAwaits, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			return node.Output{}, node.Permanent(errors.New("unsupported_await"))
-		})).
-		MustRegister(diffRefBadReturn, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			return node.Output{}, nil
-		})).
-		MustRegister(diffRefBlocking, node.New(obj(nil), func(ctx context.Context, in node.Input) (node.Output, error) {
-			k.record(in)
-			<-ctx.Done()
-			return node.Output{}, ctx.Err()
-		}))
-}
-
-// --- the graphs of spec §12 (as app/inline/helpers_test.go builds them) ----
-
-func diffMinimalLinear() *graph.Builder {
-	return graph.New("minimal-linear").
-		Input("value", schema.String(), graph.Required()).
-		State("result", schema.String()).
-		Node("copy", diffRefCopyInput, cfg("from", "value", "to", "result")).
-		Edge("edge_start_copy", graph.Start, "copy").
-		Edge("edge_copy_finish", "copy", graph.Finish).
-		Output("result", "")
-}
-
-func diffSimpleEdge() *graph.Builder {
-	return graph.New("simple-edge").
-		Input("topic", schema.String(), graph.Required()).
-		State("draft", schema.String()).
-		State("review", schema.Map()).
-		Node("writer", diffRefEcho).
-		Node("reviewer", diffRefEcho).
-		Edge("edge_start_writer", graph.Start, "writer").
-		Edge("edge_writer_reviewer", "writer", "reviewer").
-		Edge("edge_reviewer_finish", "reviewer", graph.Finish).
-		Output("draft", "")
-}
-
-func diffFanOut(id string) *graph.Builder {
-	return graph.New(id).
-		Input("value", schema.String()).
-		State("left_out", schema.String()).
-		State("right_out", schema.String()).
-		Node("source", diffRefEcho).
-		Node("left", diffRefEcho).
-		Node("right", diffRefEcho).
-		Edge("edge_start_source", graph.Start, "source").
-		Edge("edge_source_left", "source", "left").
-		Edge("edge_source_right", "source", "right")
-}
-
-func diffMultiSource() *graph.Builder {
-	return diffFanOut("multi-source-edge").
-		Node("combine", diffRefEcho).
-		Join("edge_combine_ready", []string{"left", "right"}, "combine").
-		Edge("edge_combine_finish", "combine", graph.Finish)
-}
-
-func diffCycleCounter(withPolicy bool, limit int) *graph.Builder {
-	b := graph.New("cycle-counter").
-		State("count", schema.Float(), graph.Default(0.0)).
-		Node("increment", diffRefIncrement, cfg("field", "count")).
-		Node("decide", diffRefEcho).
-		Edge("edge_start_increment", graph.Start, "increment").
-		Edge("edge_increment_decide", "increment", "decide").
-		Edge("edge_loop", "decide", "increment", graph.When(graph.Not(graph.Equals(graph.Path("count"), 10.0)))).
-		Edge("edge_done", "decide", graph.Finish, graph.When(graph.Equals(graph.Path("count"), 10.0)))
-	if withPolicy {
-		b = b.MaxSupersteps(limit)
-	}
-	return b
-}
-
-func diffInterruptReview() *graph.Builder {
-	return graph.New("interrupt-review").
-		State("decision", schema.String()).
-		State("applied", schema.String()).
-		Node("gate", diffRefInterruptOnce, cfg("resume_field", "decision", "write_field", "applied")).
-		Edge("edge_start_gate", graph.Start, "gate").
-		Edge("edge_gate_finish", "gate", graph.Finish)
-}
-
-func diffParallelRetry(failures float64, maxAttempts, backoffMS int) *graph.Builder {
-	return graph.New("parallel-retry").
-		State("flaky_out", schema.String()).
-		State("steady_out", schema.String()).
-		Node("flaky", diffRefFlaky, cfg("failures", failures, "field", "flaky_out", "value", "flaky done"),
-			graph.Retry(maxAttempts, backoffMS)).
-		Node("steady", diffRefWriteValue, cfg("field", "steady_out", "value", "steady done")).
-		Edge("edge_start_flaky", graph.Start, "flaky").
-		Edge("edge_start_steady", graph.Start, "steady").
-		Edge("edge_flaky_finish", "flaky", graph.Finish).
-		Edge("edge_steady_finish", "steady", graph.Finish).
-		Output("flaky_out", "").
-		Output("steady_out", "")
-}
-
-func diffRetryThenContinue(maxAttempts, backoffMS int) *graph.Builder {
-	return graph.New("retry-then-continue").
-		State("out", schema.String()).
-		Node("flaky", diffRefFlaky, cfg("failures", 2.0, "field", "out", "value", "done"), graph.Retry(maxAttempts, backoffMS)).
-		Edge("edge_start_flaky", graph.Start, "flaky").
-		Edge("edge_flaky_finish", "flaky", graph.Finish).
-		Output("out", "")
-}
-
-func diffSingleNode(id, ref string, opts ...graph.RecordOption) *graph.Builder {
-	return graph.New(id).
-		State("out", schema.String()).
-		Node("node", ref, opts...).
-		Edge("edge_start_node", graph.Start, "node").
-		Edge("edge_node_finish", "node", graph.Finish)
-}
+// The graphs of spec §12 (package scenario), under diff-prefixed names.
+var (
+	diffMinimalLinear     = scenario.MinimalLinear
+	diffSimpleEdge        = scenario.SimpleEdge
+	diffFanOut            = scenario.FanOut
+	diffMultiSource       = scenario.MultiSource
+	diffCycleCounter      = scenario.CycleCounter
+	diffInterruptReview   = scenario.InterruptReview
+	diffParallelRetry     = scenario.ParallelRetry
+	diffRetryThenContinue = scenario.RetryThenContinue
+	diffSingleNode        = scenario.SingleNode
+)
 
 // --- scenarios ---------------------------------------------------------------
 
