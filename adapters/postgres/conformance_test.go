@@ -1,14 +1,11 @@
 package postgres_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
+	"github.com/docketgo/docket/adapters/postgres/pgconformance"
 	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
-	"github.com/docketgo/docket/ports"
-	"github.com/jackc/pgx/v5"
 )
 
 // factory gives every invariant a fresh schema, its own pool and a manual
@@ -29,8 +26,8 @@ func policyFactory(simple bool, policy claim.Policy) conformance.Factory {
 		return conformance.Adapter{
 			Backend:       env.store,
 			Clock:         clock,
-			AdmissionGate: gate{env},
-			SchemaProbe:   probe{env},
+			AdmissionGate: pgconformance.Gate(env.pool, env.schema, env.mode, env.session.set),
+			SchemaProbe:   pgconformance.Probe(env.pool, env.schema),
 		}
 	}
 }
@@ -72,107 +69,4 @@ func TestConformanceWindowedInterleave(t *testing.T) {
 	if !report.Passed() {
 		t.Errorf("failed invariants: %v", report.Failed())
 	}
-}
-
-// gate closes the real admission gate: the gate row in another engine's
-// mode, sessions under REPEATABLE READ or read-only, or the gate row
-// locked by another transaction.
-type gate struct{ env *testEnv }
-
-func (g gate) Close(ctx context.Context, reason string) (func(), error) {
-	switch reason {
-	case ports.UnavailableInactiveEngine:
-		other := claim.AdmissionModeWindowed
-		if g.env.mode == claim.AdmissionModeWindowed {
-			other = claim.AdmissionModeLegacy
-		}
-		if err := g.setMode(ctx, other); err != nil {
-			return nil, err
-		}
-		return func() { _ = g.setMode(context.Background(), g.env.mode) }, nil
-	case ports.UnavailableUnsupportedIsolation:
-		g.env.session.set("repeatable read")
-		return func() { g.env.session.set("") }, nil
-	case ports.UnavailableReadOnly:
-		g.env.session.set("read only")
-		return func() { g.env.session.set("") }, nil
-	case ports.UnavailableLockContention:
-		conn, err := pgx.Connect(ctx, g.env.db.URL)
-		if err != nil {
-			return nil, err
-		}
-		tx, err := conn.Begin(ctx)
-		if err == nil {
-			_, err = tx.Exec(ctx, "SELECT 1 FROM "+g.env.table("docket_claim_policy")+" WHERE id = 1 FOR UPDATE")
-		}
-		if err != nil {
-			_ = conn.Close(ctx)
-			return nil, err
-		}
-		return func() {
-			_ = tx.Rollback(context.Background())
-			_ = conn.Close(context.Background())
-		}, nil
-	}
-	return nil, ports.ErrUnsupported
-}
-
-func (g gate) setMode(ctx context.Context, mode string) error {
-	_, err := g.env.pool.Exec(ctx, "UPDATE "+g.env.table("docket_claim_policy")+" SET admission_mode = $1 WHERE id = 1", mode)
-	return err
-}
-
-// probe writes to the schema directly, bypassing the store.
-type probe struct{ env *testEnv }
-
-func (p probe) BreakQueueShape(ctx context.Context, runID string, shape conformance.QueueShape) error {
-	runs := p.env.table("docket_runs")
-	var sql string
-	switch shape {
-	case conformance.ShapeRunningWithWakeAndClaim:
-		sql = "UPDATE " + runs + " SET wake_at = now() WHERE run_id = $1"
-	case conformance.ShapeRunningWithoutWakeOrClaim:
-		sql = "UPDATE " + runs + " SET wake_at = NULL WHERE run_id = $1"
-	case conformance.ShapeWaitingWithWake:
-		sql = "UPDATE " + runs + " SET wake_at = now() WHERE run_id = $1"
-	case conformance.ShapePoisonedWithClaim:
-		sql = "UPDATE " + runs + " SET claim_token = gen_random_uuid(), claimed_at = now() WHERE run_id = $1"
-	default:
-		return fmt.Errorf("unknown shape %q", shape)
-	}
-	tag, err := p.env.pool.Exec(ctx, sql, runID)
-	if err == nil && tag.RowsAffected() != 1 {
-		return fmt.Errorf("the write matched %d rows", tag.RowsAffected())
-	}
-	return err
-}
-
-func (p probe) UnfinishedCount(ctx context.Context, owner ports.OwnerScope) (int64, error) {
-	var n int64
-	err := p.env.pool.QueryRow(ctx, "SELECT unfinished_count FROM "+p.env.table("docket_claim_schedule")+
-		" WHERE scope_key = $1", owner.Key()).Scan(&n)
-	return n, err
-}
-
-func (p probe) TamperAccounting(ctx context.Context, owner ports.OwnerScope, how conformance.Tampering) error {
-	schedule := p.env.table("docket_claim_schedule")
-	var sql string
-	var args []any
-	switch how {
-	case conformance.TamperUpdateCount:
-		sql, args = "UPDATE "+schedule+" SET unfinished_count = unfinished_count + 1 WHERE scope_key = $1", []any{owner.Key()}
-	case conformance.TamperDeleteMembership:
-		sql, args = "DELETE FROM "+schedule+" WHERE scope_key = $1", []any{owner.Key()}
-	case conformance.TamperTruncateRuns:
-		// Events too, so only the accounting guard (not the events'
-		// foreign key) can refuse it.
-		sql = "TRUNCATE " + p.env.table("docket_runs") + ", " + p.env.table("docket_events")
-	default:
-		return fmt.Errorf("unknown tampering %q", how)
-	}
-	tag, err := p.env.pool.Exec(ctx, sql, args...)
-	if err == nil && how != conformance.TamperTruncateRuns && tag.RowsAffected() != 1 {
-		return fmt.Errorf("the write matched %d rows", tag.RowsAffected())
-	}
-	return err
 }

@@ -16,9 +16,10 @@ import (
 
 	"github.com/docketgo/docket/adapters/notify"
 	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/adapters/postgres/pgconformance"
 	"github.com/docketgo/docket/conformance"
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/migrations"
-	"github.com/docketgo/docket/ports"
 )
 
 func (a *app) conformanceCommand() *cobra.Command {
@@ -166,7 +167,12 @@ func (a *app) conformance(ctx context.Context, sequential bool) error {
 			t.Fatalf("%v", err)
 		}
 		t.Cleanup(env.close)
-		return conformance.Adapter{Backend: env.store, Clock: env.clock, AdmissionGate: scratchGate{env}, SchemaProbe: scratchProbe{env}}
+		return conformance.Adapter{
+			Backend:       env.store,
+			Clock:         env.clock,
+			AdmissionGate: pgconformance.Gate(env.pool, env.schema, claim.AdmissionModeLegacy, env.session.set),
+			SchemaProbe:   pgconformance.Probe(env.pool, env.schema),
+		}
 	}
 	features := conformance.Features{WakeNotifications: true, AdmissionGate: true, SchemaGuards: true, Sequential: sequential}
 	report := conformance.RunStandalone(ctx, features, factory)
@@ -204,7 +210,6 @@ func (a *app) conformance(ctx context.Context, sequential bool) error {
 // own (so closing its admission gate affects no other invariant), a wake
 // listener and a store clock the suite drives.
 type scratchEnv struct {
-	base    *pgxpool.Config
 	schema  string
 	pool    *pgxpool.Pool
 	store   *postgres.Store
@@ -218,7 +223,7 @@ func openScratch(ctx context.Context, base *pgxpool.Config, schemas *scratchSche
 	if err != nil {
 		return nil, err
 	}
-	env := &scratchEnv{base: base, schema: name, clock: conformance.NewManualClock(conformance.ReferenceTime), session: &sessionMode{}}
+	env := &scratchEnv{schema: name, clock: conformance.NewManualClock(conformance.ReferenceTime), session: &sessionMode{}}
 	env.release = func() { schemas.give(context.Background(), name) }
 	defer func() {
 		if err != nil {
@@ -255,8 +260,6 @@ func (e *scratchEnv) close() {
 	e.release()
 }
 
-func (e *scratchEnv) table(name string) string { return pgx.Identifier{e.schema, name}.Sanitize() }
-
 // sessionMode switches the pool's sessions to another transaction mode
 // (as a misconfigured role or a standby would) the next time each
 // connection is acquired.
@@ -288,103 +291,4 @@ func (s *sessionMode) prepare(ctx context.Context, conn *pgx.Conn) (bool, error)
 	}
 	s.applied.Store(conn, want)
 	return true, nil
-}
-
-// scratchGate closes the real admission gate in each of the ways a
-// deployment can: the gate row in another engine's mode, sessions under
-// REPEATABLE READ or read-only, or the gate row locked elsewhere.
-type scratchGate struct{ env *scratchEnv }
-
-func (g scratchGate) Close(ctx context.Context, reason string) (func(), error) {
-	switch reason {
-	case ports.UnavailableInactiveEngine:
-		if err := g.setMode(ctx, "windowed"); err != nil {
-			return nil, err
-		}
-		return func() { _ = g.setMode(context.Background(), "legacy") }, nil
-	case ports.UnavailableUnsupportedIsolation:
-		g.env.session.set("repeatable read")
-		return func() { g.env.session.set("") }, nil
-	case ports.UnavailableReadOnly:
-		g.env.session.set("read only")
-		return func() { g.env.session.set("") }, nil
-	case ports.UnavailableLockContention:
-		conn, err := pgx.ConnectConfig(ctx, g.env.base.ConnConfig.Copy())
-		if err != nil {
-			return nil, err
-		}
-		tx, err := conn.Begin(ctx)
-		if err == nil {
-			_, err = tx.Exec(ctx, "SELECT 1 FROM "+g.env.table("docket_claim_policy")+" WHERE id = 1 FOR UPDATE")
-		}
-		if err != nil {
-			_ = conn.Close(ctx)
-			return nil, err
-		}
-		return func() {
-			_ = tx.Rollback(context.Background())
-			_ = conn.Close(context.Background())
-		}, nil
-	}
-	return nil, ports.ErrUnsupported
-}
-
-func (g scratchGate) setMode(ctx context.Context, mode string) error {
-	_, err := g.env.pool.Exec(ctx, "UPDATE "+g.env.table("docket_claim_policy")+" SET admission_mode = $1 WHERE id = 1", mode)
-	return err
-}
-
-// scratchProbe writes to the scratch schema directly, bypassing the
-// store, to prove that the schema's own constraints and triggers refuse
-// corrupt queue states.
-type scratchProbe struct{ env *scratchEnv }
-
-func (p scratchProbe) BreakQueueShape(ctx context.Context, runID string, shape conformance.QueueShape) error {
-	runs := p.env.table("docket_runs")
-	var sql string
-	switch shape {
-	case conformance.ShapeRunningWithWakeAndClaim, conformance.ShapeWaitingWithWake:
-		sql = "UPDATE " + runs + " SET wake_at = now() WHERE run_id = $1"
-	case conformance.ShapeRunningWithoutWakeOrClaim:
-		sql = "UPDATE " + runs + " SET wake_at = NULL WHERE run_id = $1"
-	case conformance.ShapePoisonedWithClaim:
-		sql = "UPDATE " + runs + " SET claim_token = gen_random_uuid(), claimed_at = now() WHERE run_id = $1"
-	default:
-		return fmt.Errorf("unknown shape %q", shape)
-	}
-	tag, err := p.env.pool.Exec(ctx, sql, runID)
-	if err == nil && tag.RowsAffected() != 1 {
-		return fmt.Errorf("the write matched %d rows", tag.RowsAffected())
-	}
-	return err
-}
-
-func (p scratchProbe) UnfinishedCount(ctx context.Context, owner ports.OwnerScope) (int64, error) {
-	var n int64
-	err := p.env.pool.QueryRow(ctx, "SELECT unfinished_count FROM "+p.env.table("docket_claim_schedule")+
-		" WHERE scope_key = $1", owner.Key()).Scan(&n)
-	return n, err
-}
-
-func (p scratchProbe) TamperAccounting(ctx context.Context, owner ports.OwnerScope, how conformance.Tampering) error {
-	schedule := p.env.table("docket_claim_schedule")
-	var sql string
-	var args []any
-	switch how {
-	case conformance.TamperUpdateCount:
-		sql, args = "UPDATE "+schedule+" SET unfinished_count = unfinished_count + 1 WHERE scope_key = $1", []any{owner.Key()}
-	case conformance.TamperDeleteMembership:
-		sql, args = "DELETE FROM "+schedule+" WHERE scope_key = $1", []any{owner.Key()}
-	case conformance.TamperTruncateRuns:
-		// Events too, so only the accounting guard (not the events'
-		// foreign key) can refuse it.
-		sql = "TRUNCATE " + p.env.table("docket_runs") + ", " + p.env.table("docket_events")
-	default:
-		return fmt.Errorf("unknown tampering %q", how)
-	}
-	tag, err := p.env.pool.Exec(ctx, sql, args...)
-	if err == nil && how != conformance.TamperTruncateRuns && tag.RowsAffected() != 1 {
-		return fmt.Errorf("the write matched %d rows", tag.RowsAffected())
-	}
-	return err
 }
