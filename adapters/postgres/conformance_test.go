@@ -26,7 +26,7 @@ func policyFactory(simple bool, policy claim.Policy) conformance.Factory {
 		return conformance.Adapter{
 			Backend:       env.store,
 			Clock:         clock,
-			AdmissionGate: pgconformance.Gate(env.pool, env.schema, env.mode, env.session.set),
+			AdmissionGate: pgconformance.Gate(env.pool, env.schema, env.mode, env.session.Set),
 			SchemaProbe:   pgconformance.Probe(env.pool, env.schema),
 		}
 	}

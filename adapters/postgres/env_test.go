@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/docketgo/docket/adapters/notify"
 	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/adapters/postgres/pgconformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
@@ -43,7 +43,7 @@ type testEnv struct {
 	schema  string
 	pool    *pgxpool.Pool
 	store   *postgres.Store
-	session *sessionOverride
+	session *pgconformance.SessionMode
 	// mode is the admission mode of the store's policy.
 	mode string
 }
@@ -72,8 +72,8 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	}
 	listenConfig := cfg.ConnConfig.Copy()
 	cfg.ConnConfig.Tracer = opts.tracer
-	session := &sessionOverride{}
-	cfg.PrepareConn = session.prepare
+	session := &pgconformance.SessionMode{}
+	cfg.PrepareConn = session.Prepare
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open a pool: %v", err)
@@ -164,38 +164,4 @@ func (p *schemaPool) give(db *pgtest.Database, schema string) {
 // table is the quoted, schema-qualified name of a Docket table.
 func (e *testEnv) table(name string) string {
 	return pgx.Identifier{e.schema, name}.Sanitize()
-}
-
-// sessionOverride makes the pool's sessions run under a different
-// transaction mode on demand (to close the admission gate the way a
-// misconfigured role or a standby would). Each connection is switched
-// the next time it is acquired.
-type sessionOverride struct {
-	mode    atomic.Value // string: "", "repeatable read", "read only"
-	applied sync.Map     // *pgx.Conn -> string
-}
-
-func (s *sessionOverride) set(mode string) { s.mode.Store(mode) }
-
-func (s *sessionOverride) prepare(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	want, _ := s.mode.Load().(string)
-	have, _ := s.applied.Load(conn)
-	if have == nil {
-		have = ""
-	}
-	if have == want {
-		return true, nil
-	}
-	sql := `RESET default_transaction_isolation; RESET default_transaction_read_only;`
-	switch want {
-	case "repeatable read":
-		sql += `SET default_transaction_isolation = 'repeatable read';`
-	case "read only":
-		sql += `SET default_transaction_read_only = on;`
-	}
-	if _, err := conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return false, err
-	}
-	s.applied.Store(conn, want)
-	return true, nil
 }

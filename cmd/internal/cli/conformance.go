@@ -170,7 +170,7 @@ func (a *app) conformance(ctx context.Context, sequential bool) error {
 		return conformance.Adapter{
 			Backend:       env.store,
 			Clock:         env.clock,
-			AdmissionGate: pgconformance.Gate(env.pool, env.schema, claim.AdmissionModeLegacy, env.session.set),
+			AdmissionGate: pgconformance.Gate(env.pool, env.schema, claim.AdmissionModeLegacy, env.session.Set),
 			SchemaProbe:   pgconformance.Probe(env.pool, env.schema),
 		}
 	}
@@ -214,7 +214,7 @@ type scratchEnv struct {
 	pool    *pgxpool.Pool
 	store   *postgres.Store
 	clock   *conformance.ManualClock
-	session *sessionMode
+	session *pgconformance.SessionMode
 	release func()
 }
 
@@ -223,7 +223,7 @@ func openScratch(ctx context.Context, base *pgxpool.Config, schemas *scratchSche
 	if err != nil {
 		return nil, err
 	}
-	env := &scratchEnv{schema: name, clock: conformance.NewManualClock(conformance.ReferenceTime), session: &sessionMode{}}
+	env := &scratchEnv{schema: name, clock: conformance.NewManualClock(conformance.ReferenceTime), session: &pgconformance.SessionMode{}}
 	env.release = func() { schemas.give(context.Background(), name) }
 	defer func() {
 		if err != nil {
@@ -235,7 +235,7 @@ func openScratch(ctx context.Context, base *pgxpool.Config, schemas *scratchSche
 	// Scratch data needs no durability; skipping the WAL flush keeps the
 	// suite quick on a production server.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	cfg.PrepareConn = env.session.prepare
+	cfg.PrepareConn = env.session.Prepare
 	if env.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -258,37 +258,4 @@ func (e *scratchEnv) close() {
 		e.pool.Close()
 	}
 	e.release()
-}
-
-// sessionMode switches the pool's sessions to another transaction mode
-// (as a misconfigured role or a standby would) the next time each
-// connection is acquired.
-type sessionMode struct {
-	mode    atomic.Value // string: "", "repeatable read", "read only"
-	applied sync.Map     // *pgx.Conn -> string
-}
-
-func (s *sessionMode) set(mode string) { s.mode.Store(mode) }
-
-func (s *sessionMode) prepare(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	want, _ := s.mode.Load().(string)
-	have, _ := s.applied.Load(conn)
-	if have == nil {
-		have = ""
-	}
-	if have == want {
-		return true, nil
-	}
-	sql := `RESET default_transaction_isolation; RESET default_transaction_read_only;`
-	switch want {
-	case "repeatable read":
-		sql += `SET default_transaction_isolation = 'repeatable read';`
-	case "read only":
-		sql += `SET default_transaction_read_only = on;`
-	}
-	if _, err := conn.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return false, err
-	}
-	s.applied.Store(conn, want)
-	return true, nil
 }
