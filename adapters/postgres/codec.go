@@ -32,6 +32,19 @@ func (a eventArrays) args() []any {
 	return []any{a.seqs, a.types, a.steps, a.nodeIDs, a.channelIDs, a.taskIDs, a.payloads, a.metadata, a.occurred}
 }
 
+// append adds b's events after a's.
+func (a *eventArrays) append(b eventArrays) {
+	a.seqs = append(a.seqs, b.seqs...)
+	a.types = append(a.types, b.types...)
+	a.steps = append(a.steps, b.steps...)
+	a.nodeIDs = append(a.nodeIDs, b.nodeIDs...)
+	a.channelIDs = append(a.channelIDs, b.channelIDs...)
+	a.taskIDs = append(a.taskIDs, b.taskIDs...)
+	a.payloads = append(a.payloads, b.payloads...)
+	a.metadata = append(a.metadata, b.metadata...)
+	a.occurred = append(a.occurred, b.occurred...)
+}
+
 // encodeEvents turns normalized events (sorted, de-duplicated, µs UTC) into
 // arrays. Payload and metadata are value.Canonical bytes of the map (nil
 // and empty alike as {}), so byte equality in SQL is content equality.

@@ -11,13 +11,26 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Commit writes a moment under the claim fence as ONE statement (see
-// ports.RunStore and sqlCommitClaimed): fence, run update, schedule, event
-// append with the idempotency tripwire and the wake announcement. A miss
-// costs one more scoped read to say why.
+// Commit writes a moment under the claim fence (see ports.RunStore and
+// sqlCommitClaimed): fence, run update, schedule, event append with the
+// idempotency tripwire and the wake announcement, in one statement that
+// concurrent commits of other runs may share (commitBatcher). A miss costs
+// one more scoped read to say why.
 func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (_ *run.Run, err error) {
 	end := s.observe(ctx, "transition_commit")
 	defer func() { end(resultOf(err)) }()
+	c, err := prepareCommit(ctx, scope, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.batcher.submit(c); err != nil {
+		return nil, err
+	}
+	return p.Moment.Run.Clone(), nil
+}
+
+// prepareCommit validates and encodes a claimed commit for a batch.
+func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*pendingCommit, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
@@ -38,53 +51,145 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err != nil {
 		return nil, err
 	}
-	r := m.Run
-	system, key := scopeArgs(scope)
-	args, err := s.commitArgs(m, sched, events,
-		r.ID, system, key, r.GraphID, r.GraphHash, ports.Micros(r.StartedAt), m.ExpectedSeq(), token)
+	row, err := newCommitRow(scope, m, sched, token, events)
 	if err != nil {
 		return nil, err
 	}
-
-	var moved, written, sideEffects int64
-	err = s.pool.QueryRow(ctx, s.stmt.commitClaimed, args...).Scan(&moved, &written, &sideEffects)
-	switch {
-	case isViolation(err, codeUniqueViolation, constraintEventUnique):
-		return nil, s.eventConflict(ctx, r.ID, events)
-	case err != nil:
-		return nil, dbError("commit", err)
-	case moved == 1 && written == int64(len(events)):
-		return r.Clone(), nil
-	case moved == 0:
-		return nil, s.classifyMiss(ctx, scope, m)
-	default:
-		return nil, fmt.Errorf("docket postgres: commit of run %q wrote %d rows and %d of %d events", r.ID, moved, written, len(events))
-	}
+	return &pendingCommit{ctx: ctx, runID: m.Run.ID, args: row, result: make(chan error, 1)}, nil
 }
 
-// commitArgs encodes a validated moment into the parameters of
-// sqlCommitClaimed and sqlCommitUnclaimed, which share their order after
-// the fence parameters: the document columns (status through finished_at),
-// the schedule's @sched, @at, @now and @payload, then the event arrays.
-func (s *Store) commitArgs(m *run.Moment, sched ports.Schedule, events []run.Event, fence ...any) ([]any, error) {
+// commitRow is one claimed commit, validated and encoded: one element of
+// sqlCommitClaimed's arrays.
+type commitRow struct {
+	scope  ports.Scope
+	moment *run.Moment
+	token  tokenParam
+	sched  string
+	at     *time.Time
+	doc    document
+	events []run.Event
+	arrays eventArrays
+}
+
+func newCommitRow(scope ports.Scope, m *run.Moment, sched ports.Schedule, token tokenParam, events []run.Event) (commitRow, error) {
 	doc, err := encodeDocument(m.Run)
 	if err != nil {
-		return nil, err
+		return commitRow{}, err
 	}
 	arrays, err := encodeEvents(m.Run.ID, events)
 	if err != nil {
-		return nil, err
+		return commitRow{}, err
 	}
-	r := m.Run
-	kind := string(sched.Kind)
+	return commitRow{scope: scope, moment: m, token: token, sched: scheduleKind(sched), at: optTime(sched.At),
+		doc: doc, events: events, arrays: arrays}, nil
+}
+
+// scheduleKind is a schedule's name in the commit statements.
+func scheduleKind(sched ports.Schedule) string {
 	if sched.Kind == ports.ScheduleRetainClaim {
-		kind = "retain"
+		return "retain"
 	}
-	args := append(fence,
-		string(r.Status), doc.step, doc.state, r.CheckpointSeq, r.EventSeq, string(m.CheckpointType),
-		ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
-		kind, optTime(sched.At), s.storeNow(), s.schema)
-	return append(args, arrays.args()...), nil
+	return string(sched.Kind)
+}
+
+// flushCommits commits one batch and delivers each commit's outcome. When
+// the shared statement fails (one moment's event conflict rolls back all
+// of it), every commit is retried alone, so an outcome, and an error,
+// always belongs to its own run.
+func (s *Store) flushCommits(ctx context.Context, batch []*pendingCommit) {
+	written, err := s.commitClaimed(ctx, batch)
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			written, err := s.commitClaimed(c.ctx, []*pendingCommit{c})
+			c.result <- s.commitOutcome(c, written[0], err)
+		}
+		return
+	}
+	for i, c := range batch {
+		c.result <- s.commitOutcome(c, written[i], err)
+	}
+}
+
+// missed marks a commit whose fence matched nothing.
+const missed = -1
+
+// commitClaimed runs sqlCommitClaimed over a batch and returns how many
+// events each commit wrote (missed for a lost fence).
+func (s *Store) commitClaimed(ctx context.Context, batch []*pendingCommit) ([]int64, error) {
+	written := make([]int64, len(batch))
+	for i := range written {
+		written[i] = missed
+	}
+	rows, err := s.pool.Query(ctx, s.stmt.commitClaimed, s.claimedArgs(batch)...)
+	if err != nil {
+		return written, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord int32
+		var n, sideEffects int64
+		if err := rows.Scan(&ord, &n, &sideEffects); err != nil {
+			return written, err
+		}
+		written[ord] = n
+	}
+	return written, rows.Err()
+}
+
+// claimedArgs lays a batch out as sqlCommitClaimed's parallel arrays.
+func (s *Store) claimedArgs(batch []*pendingCommit) []any {
+	n := len(batch)
+	ords, steps := make([]int32, n), make([]int32, n)
+	runIDs, keys, graphIDs, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	statuses, types, scheds := make([]string, n), make([]string, n), make([]string, n)
+	systems := make([]bool, n)
+	started, updated := make([]time.Time, n), make([]time.Time, n)
+	finished, ats := make([]*time.Time, n), make([]*time.Time, n)
+	expected, seqs, eventSeqs := make([]int64, n), make([]int64, n), make([]int64, n)
+	tokens := make(tokenArray, n)
+	states := make([][]byte, n)
+	var events eventArrays
+	var eventOrds []int32
+	for i, c := range batch {
+		a, r := c.args, c.args.moment.Run
+		ords[i] = int32(i)
+		runIDs[i] = r.ID
+		systems[i], keys[i] = scopeArgs(a.scope)
+		graphIDs[i], hashes[i], started[i] = r.GraphID, r.GraphHash, ports.Micros(r.StartedAt)
+		expected[i], tokens[i] = a.moment.ExpectedSeq(), a.token
+		statuses[i], steps[i], states[i] = string(r.Status), a.doc.step, a.doc.state
+		seqs[i], eventSeqs[i], types[i] = r.CheckpointSeq, r.EventSeq, string(a.moment.CheckpointType)
+		updated[i], finished[i] = ports.Micros(r.UpdatedAt), optTime(r.FinishedAt)
+		scheds[i], ats[i] = a.sched, a.at
+		if n == 1 {
+			events = a.arrays
+		} else {
+			events.append(a.arrays)
+		}
+		for range a.events {
+			eventOrds = append(eventOrds, int32(i))
+		}
+	}
+	args := []any{ords, runIDs, systems, keys, graphIDs, hashes, started, expected, tokens,
+		statuses, steps, states, seqs, eventSeqs, types, updated, finished, scheds, ats,
+		s.storeNow(), s.schema, eventOrds}
+	return append(args, events.args()...)
+}
+
+// commitOutcome is what Commit returns for one commit of a batch.
+func (s *Store) commitOutcome(c *pendingCommit, written int64, err error) error {
+	m := c.args.moment
+	switch {
+	case isViolation(err, codeUniqueViolation, constraintEventUnique):
+		return s.eventConflict(c.ctx, m.Run.ID, c.args.events)
+	case err != nil:
+		return dbError("commit", err)
+	case written == missed:
+		return s.classifyMiss(c.ctx, c.args.scope, m)
+	case written != int64(len(c.args.events)):
+		return fmt.Errorf("docket postgres: commit of run %q wrote %d of %d events", m.Run.ID, written, len(c.args.events))
+	}
+	return nil
 }
 
 // classifyMiss explains a claimed commit that matched nothing, in the
@@ -187,16 +292,19 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 		if err != nil {
 			return keep(err)
 		}
-		var moved, written, sideEffects int64
-		err = tx.QueryRow(ctx, s.stmt.commitUnclaimed, args...).Scan(&moved, &written, &sideEffects)
+		var ord int32
+		var written, sideEffects int64
+		err = tx.QueryRow(ctx, s.stmt.commitUnclaimed, args...).Scan(&ord, &written, &sideEffects)
 		switch {
 		case isViolation(err, codeUniqueViolation, constraintEventUnique):
 			conflict = events
 			return err
+		case errors.Is(err, pgx.ErrNoRows):
+			return keep(fmt.Errorf("docket postgres: mutation of run %q matched no row under its lock", runID))
 		case err != nil:
 			return err
-		case moved != 1 || written != int64(len(events)):
-			return keep(fmt.Errorf("docket postgres: mutation of run %q wrote %d rows and %d of %d events", runID, moved, written, len(events)))
+		case written != int64(len(events)):
+			return keep(fmt.Errorf("docket postgres: mutation of run %q wrote %d of %d events", runID, written, len(events)))
 		}
 		result = m.Run.Clone()
 		return nil
@@ -230,11 +338,20 @@ func (s *Store) unclaimedArgs(row *runRow, current *run.Run, m *run.Moment) ([]r
 	if err := ports.CheckFence(current, m); err != nil {
 		return nil, nil, err
 	}
-	args, err := s.commitArgs(m, sched, events, row.id, m.ExpectedSeq())
+	doc, err := encodeDocument(m.Run)
 	if err != nil {
 		return nil, nil, err
 	}
-	return events, args, nil
+	arrays, err := encodeEvents(m.Run.ID, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := m.Run
+	args := []any{row.id, m.ExpectedSeq(),
+		string(r.Status), doc.step, doc.state, r.CheckpointSeq, r.EventSeq, string(m.CheckpointType),
+		ports.Micros(r.UpdatedAt), optTime(r.FinishedAt), scheduleKind(sched), optTime(sched.At),
+		s.storeNow(), s.schema, make([]int32, len(events))}
+	return events, append(args, arrays.args()...), nil
 }
 
 // kept marks an error produced inside a transaction callback that must

@@ -1,4 +1,31 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/docketgo/docket/ports"
+)
+
 // ScrubForTest exposes the adapter's error boundary to the tests.
 var ScrubForTest = dbError
+
+// CommitBatchForTest commits ps as ONE batch, as the commit batcher does
+// when they queue together, and returns each commit's outcome.
+func (s *Store) CommitBatchForTest(ctx context.Context, scope ports.Scope, ps []ports.CommitParams) []error {
+	errs := make([]error, len(ps))
+	var batch []*pendingCommit
+	var at []int
+	for i, p := range ps {
+		c, err := prepareCommit(ctx, scope, p)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		batch, at = append(batch, c), append(at, i)
+	}
+	s.flushCommits(ctx, batch)
+	for j, c := range batch {
+		errs[at[j]] = <-c.result
+	}
+	return errs
+}

@@ -101,14 +101,14 @@ func renderStatements(schema string) statements {
 
 // Where the eventCTEs parameters start in each commit statement.
 const (
-	commitClaimedFirstEventParam   = 17
-	commitUnclaimedFirstEventParam = 11
+	commitClaimedFirstEventParam   = 20
+	commitUnclaimedFirstEventParam = 13
 )
 
 // bindEventCTEs numbers the named parameters of eventCTEs (and of the
 // commit statement that embeds it) from first on.
 func bindEventCTEs(sql string, first int) string {
-	names := []string{"@sched", "@at", "@now", "@payload",
+	names := []string{"@now", "@payload", "@evord",
 		"@ev0", "@ev1", "@ev2", "@ev3", "@ev4", "@ev5", "@ev6", "@ev7", "@ev8"}
 	pairs := make([]string, 0, 2*len(names))
 	for i, name := range names {
@@ -437,16 +437,18 @@ const (
 	gateLocked         = -1
 )
 
-// eventCTEs appends a moment's events after the CTE "moved" (one row, the
-// run that was written; none when the fence missed) and announces the
-// wake. Shared by both commit statements; bindEventCTEs numbers its
-// parameters after the statement's own: @sched schedule kind, @at the
-// at-wake, @now the store clock override, @payload the announcement
-// payload, @ev0..@ev8 the event columns as parallel typed arrays.
+// eventCTEs appends the moments' events after the CTE "moved" (one row per
+// run that was written, with its moment's ord, sched and at; none for a
+// missed fence) and announces the wake. Shared by both commit statements;
+// bindEventCTEs numbers its parameters after the statement's own: @now the
+// store clock override, @payload the announcement payload, @evord the
+// moment each event belongs to, @ev0..@ev8 the event columns, all as
+// parallel typed arrays. The result is one row per moved run: its ord and
+// how many of its events were written.
 //
 // Invariants:
-//   - Events are inserted only through CROSS JOIN moved: a lost fence
-//     writes none.
+//   - Events are inserted only through a join with moved: a lost fence
+//     writes none, and one run's lost fence does not touch another's.
 //   - Idempotency by (run_id, seq): a stored row with identical content
 //     (byte-equal canonical payload and metadata, same occurred_at, ...)
 //     counts as written through a no-op DO UPDATE that returns it; a row
@@ -454,25 +456,26 @@ const (
 //     exactly those keys, raising unique_violation (23505) on
 //     docket_events_run_id_seq_index, which rolls the whole statement back
 //     and is reported as an event conflict. Events arrive de-duplicated by
-//     seq (ON CONFLICT cannot touch one row twice).
+//     seq per run (ON CONFLICT cannot touch one row twice).
 //   - The announcement runs inside the statement: PostgreSQL delivers it
-//     at commit and drops it on rollback. An immediate wake always
+//     at commit and drops it on rollback (and folds repeats of the same
+//     payload in one transaction into one). An immediate wake always
 //     announces, an at-wake iff due at the store clock's wall time; the
 //     wake CTE is a plain SELECT, so it is referenced by the final SELECT,
 //     or it would never run.
 const eventCTEs = `,
 incoming AS MATERIALIZED (
     SELECT *
-    FROM unnest(@ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[], @ev5::text[],
-                @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
-         AS e(seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
+    FROM unnest(@evord::integer[], @ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[],
+                @ev5::text[], @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
+         AS e(ord, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
 ),
 written AS (
     INSERT INTO {schema}.docket_events AS stored
         (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
     SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
            e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
-    FROM moved AS m CROSS JOIN incoming AS e
+    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
     ON CONFLICT (run_id, seq) DO UPDATE SET seq = EXCLUDED.seq
     WHERE stored.type = EXCLUDED.type
       AND stored.step = EXCLUDED.step
@@ -482,38 +485,48 @@ written AS (
       AND stored.payload = EXCLUDED.payload
       AND stored.metadata = EXCLUDED.metadata
       AND stored.occurred_at = EXCLUDED.occurred_at
-    RETURNING stored.seq
+    RETURNING stored.run_id, stored.seq
 ),
 tripwire AS (
     INSERT INTO {schema}.docket_events
         (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
     SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
            e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
-    FROM moved AS m CROSS JOIN incoming AS e
-    WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.seq = e.seq)
+    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+    WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.run_id = m.run_id AND w.seq = e.seq)
     RETURNING seq
 ),
 wake AS (
     SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
-    FROM moved
-    WHERE @sched::text = 'immediate'
-       OR (@sched::text = 'at' AND @at::timestamptz <= COALESCE(@now::timestamptz, clock_timestamp()))
+    FROM moved AS m
+    WHERE m.sched = 'immediate'
+       OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
 )
-SELECT (SELECT count(*) FROM moved) AS moved,
-       (SELECT count(*) FROM written) AS written,
-       (SELECT count(*) FROM tripwire) + (SELECT count(*) FROM wake) AS side_effects`
+SELECT m.ord,
+       (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
+       (SELECT count(*) FROM tripwire) + (SELECT count(*) FROM wake) AS side_effects
+FROM moved AS m`
 
-// sqlCommitClaimed is the fused claimed commit: one statement, no explicit
-// transaction.
+// sqlCommitClaimed is the fused claimed commit of one or more runs' moments:
+// one statement, no explicit transaction. Every moment is one element of
+// the parallel arrays $1..$19 and keeps its own fence; the batch shares
+// only the round trip, the transaction and its WAL flush.
 //
 // Invariants:
-//   - The fence is run_id + scope + immutable binding (graph_id,
+//   - A moment's fence is run_id + scope + immutable binding (graph_id,
 //     graph_hash, started_at) + checkpoint_seq = expected + claim_token =
-//     token. It is repeated in the UPDATE's WHERE so that, when several
-//     commits race on one fence, READ COMMITTED re-checks the winner's new
-//     row version and turns every loser into a 0-row miss: exactly one
-//     winner. The claimed path needs no status check: a current token
+//     token, all in the UPDATE's WHERE, so that when several commits race
+//     on one fence READ COMMITTED re-checks the winner's new row version
+//     and turns every loser into a miss: exactly one winner. A missed
+//     fence leaves that run (and writes no event for it) and does not
+//     affect the other moments. The caller never puts one run in a batch
+//     twice. The claimed path needs no status check: a current token
 //     implies a healthy running row (CHECK constraints).
+//   - The access path is the unique run_id index (= ANY of the batch's
+//     run ids), always: the rest of the fence is one row comparison with
+//     IS NOT DISTINCT FROM, which no index can serve, so stale statistics
+//     on a young table cannot make the planner walk another index (say,
+//     every run of the same graph).
 //   - Success resets attempts and abandons and clears poison. retain keeps
 //     the token with claimed_at = store clock; immediate clears the claim
 //     with wake = store clock and keeps the admission marker (a cooperative
@@ -521,47 +534,50 @@ SELECT (SELECT count(*) FROM moved) AS moved,
 //     marker with wake T/none/none.
 //   - updated_at is the proposed document's own.
 //
-// $1 run_id, $2 is_system, $3 scope_key, $4 graph_id, $5 graph_hash,
-// $6 started_at, $7 expected seq, $8 token, $9 status, $10 step, $11 state,
-// $12 checkpoint_seq, $13 event_seq, $14 checkpoint type, $15 updated_at,
-// $16 finished_at, then eventCTEs from $17.
+// Arrays: $1 ord, $2 run_id, $3 is_system, $4 scope_key, $5 graph_id,
+// $6 graph_hash, $7 started_at, $8 expected seq, $9 token, $10 status,
+// $11 step, $12 state, $13 checkpoint_seq, $14 event_seq, $15 checkpoint
+// type, $16 updated_at, $17 finished_at, $18 schedule kind, $19 at-wake;
+// then eventCTEs from $20.
 const sqlCommitClaimed = `
-WITH fence AS MATERIALIZED (
-    SELECT r.id
-    FROM {schema}.docket_runs AS r
-    WHERE r.run_id = $1::text
-      AND ($2::boolean OR r.scope_key = $3::text)
-      AND r.graph_id = $4::text AND r.graph_hash = $5::text AND r.started_at = $6::timestamptz
-      AND r.checkpoint_seq = $7::bigint AND r.claim_token = $8::uuid
+WITH proposed AS MATERIALIZED (
+    SELECT *
+    FROM unnest($1::integer[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[],
+                $7::timestamptz[], $8::bigint[], $9::uuid[], $10::text[], $11::integer[], $12::bytea[],
+                $13::bigint[], $14::bigint[], $15::text[], $16::timestamptz[], $17::timestamptz[],
+                $18::text[], $19::timestamptz[])
+         AS p(ord, run_id, is_system, scope_key, graph_id, graph_hash, started_at, expected_seq, token,
+              status, step, state, checkpoint_seq, event_seq, checkpoint_type, updated_at, finished_at,
+              sched, at)
 ),
 moved AS (
     UPDATE {schema}.docket_runs AS r
-    SET status                 = $9::text,
-        step                   = $10::integer,
-        state                  = $11::bytea,
-        checkpoint_seq         = $12::bigint,
-        event_seq              = $13::bigint,
-        latest_checkpoint_type = $14::text,
-        updated_at             = $15::timestamptz,
-        finished_at            = $16::timestamptz,
+    SET status                 = p.status,
+        step                   = p.step,
+        state                  = p.state,
+        checkpoint_seq         = p.checkpoint_seq,
+        event_seq              = p.event_seq,
+        latest_checkpoint_type = p.checkpoint_type,
+        updated_at             = p.updated_at,
+        finished_at            = p.finished_at,
         claim_attempts         = 0,
         claim_abandons         = 0,
         poisoned_at            = NULL,
         poison_reason          = NULL,
-        claim_token            = CASE WHEN @sched::text = 'retain' THEN r.claim_token END,
-        claimed_at             = CASE WHEN @sched::text = 'retain'
+        claim_token            = CASE WHEN p.sched = 'retain' THEN r.claim_token END,
+        claimed_at             = CASE WHEN p.sched = 'retain'
                                       THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP) END,
-        wake_at                = CASE @sched::text
+        wake_at                = CASE p.sched
                                       WHEN 'immediate' THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP)
-                                      WHEN 'at' THEN @at::timestamptz END,
-        tenant_admitted_at     = CASE WHEN @sched::text IN ('retain', 'immediate') THEN r.tenant_admitted_at END
-    FROM fence AS f
-    WHERE r.id = f.id
-      AND r.run_id = $1::text
-      AND ($2::boolean OR r.scope_key = $3::text)
-      AND r.graph_id = $4::text AND r.graph_hash = $5::text AND r.started_at = $6::timestamptz
-      AND r.checkpoint_seq = $7::bigint AND r.claim_token = $8::uuid
-    RETURNING r.run_id
+                                      WHEN 'at' THEN p.at END,
+        tenant_admitted_at     = CASE WHEN p.sched IN ('retain', 'immediate') THEN r.tenant_admitted_at END
+    FROM proposed AS p
+    WHERE r.run_id = ANY($2::text[])
+      AND r.run_id = p.run_id
+      AND (p.is_system OR r.scope_key = p.scope_key)
+      AND (r.graph_id, r.graph_hash, r.started_at, r.checkpoint_seq, r.claim_token)
+          IS NOT DISTINCT FROM (p.graph_id, p.graph_hash, p.started_at, p.expected_seq, p.token)
+    RETURNING p.ord, r.run_id, p.sched, p.at
 )` + eventCTEs
 
 // sqlCommitUnclaimed is the serialized (signal) commit. It runs inside
@@ -574,7 +590,8 @@ moved AS (
 //
 // $1 row id, $2 expected seq, $3 status, $4 step, $5 state,
 // $6 checkpoint_seq, $7 event_seq, $8 checkpoint type, $9 updated_at,
-// $10 finished_at, then eventCTEs from $11.
+// $10 finished_at, $11 schedule kind, $12 at-wake, then eventCTEs from
+// $13 (its single moment is ord 0).
 const sqlCommitUnclaimed = `
 WITH moved AS (
     UPDATE {schema}.docket_runs AS r
@@ -593,11 +610,11 @@ WITH moved AS (
         claim_token            = NULL,
         claimed_at             = NULL,
         tenant_admitted_at     = NULL,
-        wake_at                = CASE @sched::text
+        wake_at                = CASE $11::text
                                       WHEN 'immediate' THEN COALESCE(@now::timestamptz, CURRENT_TIMESTAMP)
-                                      WHEN 'at' THEN @at::timestamptz END
+                                      WHEN 'at' THEN $12::timestamptz END
     WHERE r.id = $1::bigint AND r.checkpoint_seq = $2::bigint
-    RETURNING r.run_id
+    RETURNING 0 AS ord, r.run_id, $11::text AS sched, $12::timestamptz AS at
 )` + eventCTEs
 
 // sqlEnsurePartition makes sure the owner's claim partition exists before

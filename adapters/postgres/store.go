@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -64,6 +65,14 @@ type Config struct {
 	// Capabilities().Listen is false. The store announces wakes with
 	// pg_notify either way.
 	Notifier ports.Notifier
+	// MaxCommitBatch caps how many claimed commits of different runs share
+	// one statement (default 64; 1 sends every commit alone). Commits are
+	// grouped only while MaxCommitFlushes earlier ones are in flight, so a
+	// lone commit never waits for company; each keeps its own fence.
+	MaxCommitBatch int
+	// MaxCommitFlushes caps the claimed-commit statements in flight at
+	// once, each on its own pooled connection (default 4).
+	MaxCommitFlushes int
 	// Telemetry receives operation spans with bounded labels (default
 	// ports.NopTelemetry). Claim tokens, identities, payloads and state
 	// never reach it.
@@ -87,6 +96,7 @@ type Store struct {
 	clock     ports.Clock
 	notifier  ports.Notifier
 	telemetry ports.Telemetry
+	batcher   *commitBatcher
 }
 
 var _ ports.Backend = (*Store)(nil)
@@ -133,8 +143,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if mode == claim.AdmissionModeWindowed {
 		claimSQL = stmt.claimDueWindowed
 	}
+	if cfg.MaxCommitBatch < 0 || cfg.MaxCommitFlushes < 0 {
+		return nil, fmt.Errorf("%w: MaxCommitBatch and MaxCommitFlushes must not be negative", ErrConfig)
+	}
+	batcher := &commitBatcher{
+		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
+		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
+	}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
-	return &Store{
+	s := &Store{
 		pool:      cfg.Pool,
 		bun:       bun.NewDB(sqlDB, pgdialect.New()),
 		sqlDB:     sqlDB,
@@ -145,7 +162,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		clock:     cfg.Clock,
 		notifier:  cfg.Notifier,
 		telemetry: cfg.Telemetry,
-	}, nil
+		batcher:   batcher,
+	}
+	batcher.flush = s.flushCommits
+	return s, nil
 }
 
 // checkSession refuses sessions whose default transactions are not READ

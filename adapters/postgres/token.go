@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -31,3 +33,33 @@ func (tokenParam) GoString() string             { return redactedToken }
 func (tokenParam) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte(redactedToken)) }
 func (tokenParam) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedToken + `"`), nil }
 func (tokenParam) LogValue() slog.Value         { return slog.StringValue(redactedToken) }
+
+// tokenArray is a batch of claim tokens bound to a $n::uuid[] parameter.
+// The extended protocol encodes it element by element (binary uuids); the
+// simple protocol, which knows no parameter types, takes the array
+// literal from Value. Every rendering prints "[redacted]" per element, as
+// tokenParam does.
+type tokenArray []tokenParam
+
+// Value is the array literal of the simple protocol.
+func (a tokenArray) Value() (driver.Value, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, t := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if t.uuid.Valid {
+			b.WriteString(t.uuid.String())
+		} else {
+			b.WriteString("NULL")
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+func (a tokenArray) String() string             { return fmt.Sprint([]tokenParam(a)) }
+func (a tokenArray) GoString() string           { return a.String() }
+func (a tokenArray) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(a.String())) }
+func (a tokenArray) LogValue() slog.Value       { return slog.StringValue(a.String()) }

@@ -165,6 +165,14 @@ ON CONFLICT (scope_key) DO NOTHING;
 -- Keeps unfinished_count equal to the scope's non-terminal runs, and
 -- refuses what would make it unknowable: TRUNCATE, ownership changes,
 -- runs without a membership row, and underflow.
+--
+-- The count triggers are statement-level with transition tables: one
+-- statement that inserts, terminates or deletes many runs of a scope
+-- (a batched commit, a prune pass) changes the scope's row once, after
+-- the statement has taken all its run row locks. The schedule row is the
+-- one row every writer of a scope shares, so it is touched last, once per
+-- statement, in scope_key order: batches never deadlock on it and hold it
+-- only from the end of their statement to their commit.
 CREATE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -174,49 +182,92 @@ SECURITY INVOKER
 SET search_path TO pg_catalog, pg_temp
 AS $activity$
 DECLARE
-    old_open boolean;
-    new_open boolean;
+    scopes text[];
+    deltas bigint[];
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         RAISE EXCEPTION 'TRUNCATE of docket_runs is not allowed: docket_claim_schedule counts are trigger-maintained; use DELETE'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
 
-    IF TG_OP = 'UPDATE' AND NEW.scope_key IS DISTINCT FROM OLD.scope_key THEN
+    -- The row-level owner guard fires only when tenant_id changes (its
+    -- WHEN clause), so the statement-level count below can group by scope.
+    IF TG_LEVEL = 'ROW' THEN
         RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
 
-    old_open := TG_OP IN ('UPDATE', 'DELETE') AND OLD.status NOT IN ('done', 'failed', 'cancelled');
-    new_open := TG_OP IN ('UPDATE', 'INSERT') AND NEW.status NOT IN ('done', 'failed', 'cancelled');
+    -- Each branch reads only the transition tables its event has.
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
+        INTO scopes, deltas
+        FROM (SELECT n.scope_key, count(*) AS delta
+              FROM new_runs AS n
+              WHERE n.status NOT IN ('done', 'failed', 'cancelled')
+              GROUP BY n.scope_key) AS c;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
+        INTO scopes, deltas
+        FROM (SELECT o.scope_key, -count(*) AS delta
+              FROM old_runs AS o
+              WHERE o.status NOT IN ('done', 'failed', 'cancelled')
+              GROUP BY o.scope_key) AS c;
+    ELSE
+        SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
+        INTO scopes, deltas
+        FROM (SELECT d.scope_key, sum(d.delta)::bigint AS delta
+              FROM (SELECT n.scope_key, 1 AS delta
+                    FROM new_runs AS n
+                    WHERE n.status NOT IN ('done', 'failed', 'cancelled')
+                    UNION ALL
+                    SELECT o.scope_key, -1
+                    FROM old_runs AS o
+                    WHERE o.status NOT IN ('done', 'failed', 'cancelled')) AS d
+              GROUP BY d.scope_key
+              HAVING sum(d.delta) <> 0) AS c;
+    END IF;
 
-    IF new_open AND NOT old_open THEN
+    FOR i IN 1 .. coalesce(array_length(scopes, 1), 0) LOOP
         UPDATE {{.Schema}}.docket_claim_schedule
-        SET unfinished_count = unfinished_count + 1,
+        SET unfinished_count = unfinished_count + deltas[i],
             updated_at = CURRENT_TIMESTAMP
-        WHERE scope_key = NEW.scope_key;
+        WHERE scope_key = scopes[i] AND unfinished_count + deltas[i] >= 0;
         IF NOT FOUND THEN
-            RAISE EXCEPTION 'no docket_claim_schedule membership for scope %: insert its docket_claim_partitions row first', NEW.scope_key
-                USING ERRCODE = 'foreign_key_violation';
-        END IF;
-    ELSIF old_open AND NOT new_open THEN
-        UPDATE {{.Schema}}.docket_claim_schedule
-        SET unfinished_count = unfinished_count - 1,
-            updated_at = CURRENT_TIMESTAMP
-        WHERE scope_key = OLD.scope_key AND unfinished_count > 0;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'docket_claim_schedule unfinished_count underflow for scope %', OLD.scope_key
+            IF deltas[i] > 0 THEN
+                RAISE EXCEPTION 'no docket_claim_schedule membership for scope %: insert its docket_claim_partitions row first', scopes[i]
+                    USING ERRCODE = 'foreign_key_violation';
+            END IF;
+            RAISE EXCEPTION 'docket_claim_schedule unfinished_count underflow for scope %', scopes[i]
                 USING ERRCODE = 'check_violation';
         END IF;
-    END IF;
+    END LOOP;
 
     RETURN NULL;
 END;
 $activity$;
 
-CREATE TRIGGER docket_claim_schedule_run_activity
-    AFTER INSERT OR DELETE OR UPDATE OF status, tenant_id ON {{.Schema}}.docket_runs
+CREATE TRIGGER docket_claim_schedule_run_insert
+    AFTER INSERT ON {{.Schema}}.docket_runs
+    REFERENCING NEW TABLE AS new_runs
+    FOR EACH STATEMENT
+    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
+
+CREATE TRIGGER docket_claim_schedule_run_update
+    AFTER UPDATE ON {{.Schema}}.docket_runs
+    REFERENCING OLD TABLE AS old_runs NEW TABLE AS new_runs
+    FOR EACH STATEMENT
+    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
+
+CREATE TRIGGER docket_claim_schedule_run_delete
+    AFTER DELETE ON {{.Schema}}.docket_runs
+    REFERENCING OLD TABLE AS old_runs
+    FOR EACH STATEMENT
+    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
+
+CREATE TRIGGER docket_claim_schedule_run_owner_guard
+    AFTER UPDATE OF tenant_id ON {{.Schema}}.docket_runs
     FOR EACH ROW
+    WHEN (OLD.tenant_id IS DISTINCT FROM NEW.tenant_id)
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
 CREATE TRIGGER docket_claim_schedule_run_truncate_guard

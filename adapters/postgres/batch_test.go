@@ -1,0 +1,163 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// claimedRuns inserts n due runs and claims all of them.
+func claimedRuns(t *testing.T, env *testEnv, n int) ([]*run.Run, map[string]ports.Lease) {
+	t.Helper()
+	now := time.Now()
+	runs := make([]*run.Run, n)
+	for i := range runs {
+		runs[i] = env.insertRun(t, ports.Tenantless(), now, now.Add(-time.Second))
+	}
+	batch, err := env.store.ClaimDue(context.Background(), claim.Request{Now: now, Limit: n, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+	require.NoError(t, err)
+	require.Len(t, batch.Leases, n)
+	leases := make(map[string]ports.Lease, n)
+	for _, l := range batch.Leases {
+		leases[l.RunID] = l
+	}
+	return runs, leases
+}
+
+// One statement carries several runs' moments, and each keeps its own
+// fence: a stale commit in the batch loses alone.
+func TestABatchOfCommitsKeepsEachRunsFence(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 4)
+	now := time.Now()
+	done := runs[3].Clone()
+	done.Status, done.FinishedAt, done.UpdatedAt = run.StatusDone, ports.Micros(now), ports.Micros(now)
+	params := []ports.CommitParams{
+		{Moment: nextMoment(runs[0], "retain", continueDisposition, now), ClaimToken: leases[runs[0].ID].Token},
+		// A foreign token: the lease of another run.
+		{Moment: nextMoment(runs[1], "stale", continueDisposition, now), ClaimToken: leases[runs[2].ID].Token},
+		{Moment: nextMoment(runs[2], "immediate", immediateDisposition, now), ClaimToken: leases[runs[2].ID].Token},
+		{Moment: run.Propose(runs[3], done, []run.Event{{Type: run.EventRunCompleted, Step: runs[3].Step}}, run.CheckpointRunCompleted,
+			run.Disposition{Kind: run.DispositionTerminal}, now), ClaimToken: leases[runs[3].ID].Token},
+	}
+	errs := env.store.CommitBatchForTest(ctx, ports.Tenantless(), params)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], ports.ErrStaleFence)
+	require.NoError(t, errs[2])
+	require.NoError(t, errs[3])
+
+	for i, p := range params {
+		stored, err := env.store.InspectRun(ctx, ports.System(), runs[i].ID)
+		require.NoError(t, err)
+		latest, err := env.store.FetchLatestEvent(ctx, ports.System(), runs[i].ID)
+		require.NoError(t, err)
+		if i == 1 {
+			assert.Equal(t, runs[1].CheckpointSeq, stored.Run.CheckpointSeq, "the stale commit wrote nothing")
+			assert.Equal(t, runs[1].EventSeq, latest.Seq, "and appended no event")
+			assert.True(t, stored.Claimed(), "its claim stays with its holder")
+			continue
+		}
+		assert.Equal(t, p.Moment.Run.CheckpointSeq, stored.Run.CheckpointSeq, "run %d", i)
+		assert.Equal(t, p.Moment.Run.EventSeq, latest.Seq, "run %d", i)
+	}
+	first, err := env.store.InspectRun(ctx, ports.System(), runs[0].ID)
+	require.NoError(t, err)
+	assert.True(t, first.Claimed(), "a continue keeps the claim")
+	third, err := env.store.InspectRun(ctx, ports.System(), runs[2].ID)
+	require.NoError(t, err)
+	assert.False(t, third.Claimed(), "an immediate wake hands the run back")
+	assert.False(t, third.WakeAt.IsZero())
+	last, err := env.store.FetchRun(ctx, ports.System(), runs[3].ID)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, last.Status)
+}
+
+// An event conflict rolls the whole shared statement back; the batch is
+// then retried one commit at a time, so only the conflicting run fails.
+func TestAnEventConflictFailsOnlyItsOwnCommitInABatch(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 3)
+	now := time.Now()
+	params := make([]ports.CommitParams, len(runs))
+	for i, r := range runs {
+		params[i] = ports.CommitParams{Moment: nextMoment(r, "batch", continueDisposition, now), ClaimToken: leases[r.ID].Token}
+	}
+	// A different event already sits at the seq run 1's moment appends.
+	_, err := env.pool.Exec(ctx, `INSERT INTO `+env.table("docket_events")+`
+		(run_id, seq, type, step, payload, metadata, occurred_at, inserted_at)
+		VALUES ($1, $2, 'channel_updated', 0, '{"planted":true}', '{}', now(), now())`, runs[1].ID, runs[1].EventSeq+1)
+	require.NoError(t, err)
+
+	errs := env.store.CommitBatchForTest(ctx, ports.Tenantless(), params)
+	require.NoError(t, errs[0])
+	var conflict *ports.EventConflictError
+	require.ErrorAs(t, errs[1], &conflict)
+	assert.Equal(t, runs[1].EventSeq+1, conflict.Seq)
+	require.NoError(t, errs[2])
+	for i, r := range runs {
+		stored, err := env.store.FetchRun(ctx, ports.System(), r.ID)
+		require.NoError(t, err)
+		want := params[i].Moment.Run.CheckpointSeq
+		if i == 1 {
+			want = r.CheckpointSeq
+		}
+		assert.Equal(t, want, stored.CheckpointSeq, "run %d", i)
+	}
+}
+
+// Many vehicles committing at once share statements through the batcher;
+// every commit lands exactly once with its own events.
+func TestConcurrentCommitsOfManyRunsAllLand(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{maxConns: 3})
+	ctx := context.Background()
+	const n = 48
+	runs, leases := claimedRuns(t, env, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	moments := make([]*run.Moment, n)
+	start := make(chan struct{})
+	for i, r := range runs {
+		moments[i] = nextMoment(r, "many", continueDisposition, time.Now())
+		wg.Go(func() {
+			<-start
+			_, errs[i] = env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: moments[i], ClaimToken: leases[r.ID].Token})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, r := range runs {
+		require.NoError(t, errs[i], "run %d", i)
+		page, err := env.store.ListEvents(ctx, ports.System(), r.ID, ports.ListEventsParams{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, page.Events, int(moments[i].Run.EventSeq), "run %d has its initial events and its moment's, once", i)
+	}
+}
+
+// A caller that stops waiting before its commit joined a batch withdraws
+// it: nothing is written.
+func TestACancelledCommitThatNeverLeftIsNotWritten(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	runs, leases := claimedRuns(t, env, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{
+		Moment: nextMoment(runs[0], "cancelled", continueDisposition, time.Now()), ClaimToken: leases[runs[0].ID].Token})
+	require.ErrorIs(t, err, context.Canceled)
+	stored, err := env.store.FetchRun(context.Background(), ports.System(), runs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, runs[0].CheckpointSeq, stored.CheckpointSeq)
+}

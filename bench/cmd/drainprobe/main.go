@@ -1,0 +1,60 @@
+// Command drainprobe drains one batch of pre-started runs on a fresh
+// database and prints the rate: the quick loop for hot-path work.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/docketgo/docket/bench/dbbench"
+)
+
+func main() {
+	runs := flag.Int("runs", 2000, "runs to drain")
+	conc := flag.Int("c", 32, "dispatcher concurrency")
+	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
+	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain")
+	keep := flag.Bool("keep", false, "keep the database")
+	flag.Parse()
+	ctx := context.Background()
+	srv, err := dbbench.Open(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := srv.Fresh(ctx, "probe")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !*keep {
+		defer db.Drop(ctx)
+	}
+	d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: *shape, Concurrency: *conc})
+	if err != nil {
+		log.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := d.StartRuns(ctx, *runs); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("started %d runs in %s (%.0f/s)\n", *runs, time.Since(t0).Round(time.Millisecond), float64(*runs)/time.Since(t0).Seconds())
+	if *cpu != "" {
+		f, _ := os.Create(*cpu)
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	res, err := d.Drain(ctx, *runs, 5*time.Minute)
+	fmt.Printf("drained %d runs in %s: %.0f runs/s, %.0f step commits/s (err %v)\n", res.Jobs, res.Elapsed.Round(time.Millisecond),
+		float64(res.Jobs)/res.Elapsed.Seconds(), float64(res.Jobs*d.Steps)/res.Elapsed.Seconds(), err)
+	if err := dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, *runs); err != nil {
+		fmt.Println("GATES FAILED:", err)
+	}
+	if *keep {
+		fmt.Println("database", db.Name)
+	}
+	d.Close(ctx)
+}
