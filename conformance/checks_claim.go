@@ -52,6 +52,13 @@ func checkLeaseShape(h *harness) {
 	eq(h, lease.Attempt, 1, "lease attempt")
 	eq(h, lease.OrphanTTL, 1500*time.Millisecond, "lease TTL echo")
 	eq(h, lease.Class, claim.ClassReady, "lease class")
+	if lease.Run != nil {
+		// Optional: the committed document as the claim read it, the
+		// holder's own copy.
+		h.sameRun(lease.Run, r, "document carried by the lease")
+		lease.Run.Metadata = map[string]any{"scribbled": true}
+		lease.Run.CheckpointSeq += 100
+	}
 
 	info := h.inspect(r.ID)
 	h.eqTime(info.WakeAt, time.Time{}, "wake of a claimed run")

@@ -171,7 +171,7 @@ var registry = []Invariant{
 		Summary: "with no eligible run ClaimDue returns an empty batch",
 		Source:  "seed run store: claim_due", check: checkClaimEmpty},
 	{ID: "CLAIM-002", Area: AreaClaim, Behaviour: "lease_has_documented_shape", Spec: []int{30},
-		Summary: "a lease carries a fresh token, claimed_at = now, attempt 1, the stored seq, the owner, the graph and the TTL echo",
+		Summary: "a lease carries a fresh token, claimed_at = now, attempt 1, the stored seq, the owner, the graph, the TTL echo and, if any, a private copy of the committed run",
 		Source:  "spec §6.2", check: checkLeaseShape},
 	{ID: "CLAIM-003", Area: AreaClaim, Behaviour: "ready_boundary_is_inclusive", Spec: []int{31},
 		Summary: "a wake exactly at now is due; one microsecond later is not",

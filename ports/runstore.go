@@ -251,6 +251,11 @@ type Lease struct {
 	Attempt       int           // post-increment claim_attempts, >= 1
 	OrphanTTL     time.Duration // echo of the request
 	Class         claim.Class   // expired means this lease is a steal
+	// Run is the committed run at CheckpointSeq as the claim read it, when
+	// the store reads it in the same operation (nil otherwise: the holder
+	// fetches it). It is the holder's own copy, so the holder can skip
+	// one read per claim.
+	Run *run.Run
 }
 
 // PoisonOutcome is a run poisoned by admission.

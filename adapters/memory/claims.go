@@ -90,6 +90,7 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 			Attempt:       d.Attempt,
 			OrphanTTL:     r.OrphanTTL,
 			Class:         pick.Class,
+			Run:           row.doc.Clone(),
 		})
 	}
 	return batch, nil

@@ -60,6 +60,7 @@ type claimRow struct {
 	poisonReason  *string
 	class         *string
 	order         *int64
+	state         []byte
 	readyCount    int64
 	expiredCount  int64
 	gateCode      int32
@@ -75,7 +76,7 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 	for rows.Next() {
 		var c claimRow
 		err := rows.Scan(&c.runID, &c.tenantID, &c.graphID, &c.graphHash, &c.checkpointSeq, &c.token,
-			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order,
+			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order, &c.state,
 			&c.readyCount, &c.expiredCount, &c.gateCode)
 		if err != nil {
 			rows.Close()
@@ -121,9 +122,21 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 			Attempt:       int(*c.attempts),
 			OrphanTTL:     r.OrphanTTL,
 			Class:         class,
+			Run:           leasedRun(c),
 		})
 	}
 	return batch, nil
+}
+
+// leasedRun decodes the document a lease row returned; a document that
+// does not decode is left to the holder's own read, which reports it.
+func leasedRun(c claimRow) *run.Run {
+	row := runRow{runID: *c.runID, state: c.state, checkpointSeq: *c.checkpointSeq}
+	doc, err := row.decode()
+	if err != nil {
+		return nil
+	}
+	return doc
 }
 
 // gateError maps the sentinel row of a closed admission gate.

@@ -121,6 +121,12 @@ func bindEventCTEs(sql string, first int) string {
 // (claim.Legacy), as one autocommit statement.
 //
 // Invariants:
+//   - The statement's transaction commits without waiting for its WAL
+//     flush (synchronous_commit off, local to it): a lease lost in a
+//     database crash is only a lease that never was (the run is due again,
+//     its holder's commit finds no token), and the holder's first
+//     synchronous commit flushes the claim's WAL with its own. So a claim
+//     costs no fsync.
 //   - Admission happens only under the gate row's 'legacy' authority, read
 //     FOR SHARE SKIP LOCKED (admissions run in parallel; a mode switch that
 //     holds the row makes them fail fast) and only under READ COMMITTED in
@@ -144,13 +150,15 @@ func bindEventCTEs(sql string, first int) string {
 //     (new token, claimed_at = now, no wake, attempts + 1, admission marker
 //     kept); otherwise poisoned (max_claim_attempts_exceeded at now, no
 //     claim, no wake, admission cleared, attempts unchanged). The document,
-//     checkpoint_seq and updated_at are never written.
+//     checkpoint_seq and updated_at are never written. A lease returns the
+//     committed document it leased (the holder skips a read).
 //
 // $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
 const sqlClaimDueLegacy = `
 WITH probe AS MATERIALIZED (
     SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
-           current_setting('transaction_read_only') = 'on' AS read_only
+           current_setting('transaction_read_only') = 'on' AS read_only,
+           set_config('synchronous_commit', 'off', true) AS relaxed
 ),
 gate AS MATERIALIZED (
     SELECT p.admission_mode
@@ -222,17 +230,18 @@ outcome AS (
       AND r.status = 'running' AND r.poisoned_at IS NULL
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
-              r.poisoned_at, r.poison_reason, p.class, p.admission_order
+              r.poisoned_at, r.poison_reason, p.class, p.admission_order,
+              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
 )
 SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
        o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
-       o.admission_order,
+       o.admission_order, o.state,
        (SELECT count(*) FROM ready) AS ready_count,
        (SELECT count(*) FROM expired) AS expired_count,
        0 AS gate_code
 FROM outcome AS o
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
        CASE WHEN (SELECT read_only FROM probe) THEN -4
             WHEN NOT (SELECT read_committed FROM probe) THEN -3
             WHEN EXISTS (SELECT 1 FROM gate) THEN -2
@@ -273,7 +282,8 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 const sqlClaimDueWindowed = `
 WITH probe AS MATERIALIZED (
     SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
-           current_setting('transaction_read_only') = 'on' AS read_only
+           current_setting('transaction_read_only') = 'on' AS read_only,
+           set_config('synchronous_commit', 'off', true) AS relaxed
 ),
 gate AS MATERIALIZED (
     SELECT p.admission_mode
@@ -397,17 +407,18 @@ outcome AS (
       AND r.status = 'running' AND r.poisoned_at IS NULL
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
-              r.poisoned_at, r.poison_reason, p.class, p.admission_order
+              r.poisoned_at, r.poison_reason, p.class, p.admission_order,
+              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
 )
 SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
        o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
-       o.admission_order,
+       o.admission_order, o.state,
        (SELECT count(*) FROM ready) AS ready_count,
        (SELECT count(*) FROM expired) AS expired_count,
        0 AS gate_code
 FROM outcome AS o
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
        CASE WHEN (SELECT read_only FROM probe) THEN -4
             WHEN NOT (SELECT read_committed FROM probe) THEN -3
             WHEN EXISTS (SELECT 1 FROM gate) THEN -2

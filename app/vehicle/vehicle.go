@@ -167,10 +167,7 @@ func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) (out Outcome) {
 }
 
 func (d *drive) run(ctx context.Context) Outcome {
-	sctx, cancel := d.storeCall(ctx)
-	r, err := d.cfg.Runs.FetchRun(sctx, d.lease.Owner, d.lease.RunID)
-	cancel()
-	err = d.timedOut(ctx, "read of the claimed run", err)
+	r, err := d.leasedRun(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return d.interrupted(err)
@@ -191,6 +188,18 @@ func (d *drive) run(ctx context.Context) Outcome {
 		return out
 	}
 	return d.loop(ctx, g, r)
+}
+
+// leasedRun is the claimed run: the document the claim returned, else
+// one read (the pre-fetch fence check).
+func (d *drive) leasedRun(ctx context.Context) (*run.Run, error) {
+	if r := d.lease.Run; r != nil && r.ID == d.lease.RunID {
+		return r, nil
+	}
+	sctx, cancel := d.storeCall(ctx)
+	r, err := d.cfg.Runs.FetchRun(sctx, d.lease.Owner, d.lease.RunID)
+	cancel()
+	return r, d.timedOut(ctx, "read of the claimed run", err)
 }
 
 // loop is the moment loop: plan, execute, settle, commit, until a park.

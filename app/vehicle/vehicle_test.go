@@ -187,6 +187,7 @@ func TestASignalBetweenClaimAndFetchLosesThePreFetchFence(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, single("t.write"))
 	lease := f.claim(t)
+	lease.Run = nil // a store whose claim returns no document: the holder reads it
 	_, err := f.store.MutateRun(context.Background(), ports.Tenantless(), f.runID, func(r *run.Run) (*run.Moment, error) {
 		return superstep.Cancel(r, superstep.Env{Now: epoch})
 	})
@@ -195,6 +196,26 @@ func TestASignalBetweenClaimAndFetchLosesThePreFetchFence(t *testing.T) {
 	assert.Equal(t, vehicle.FenceLost, out.Kind)
 	assert.Equal(t, vehicle.StagePreFetch, out.Reason)
 	assert.Zero(t, out.Committed)
+}
+
+// With the document the claim returned there is no read: the signal is
+// caught by the commit fence, and nothing is written.
+func TestASignalAfterAClaimWithItsDocumentLosesTheCommitFence(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	lease := f.claim(t)
+	require.NotNil(t, lease.Run, "the memory store returns the leased document")
+	_, err := f.store.MutateRun(context.Background(), ports.Tenantless(), f.runID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: epoch})
+	})
+	require.NoError(t, err)
+	out := f.vehicle(t, f.store).Drive(context.Background(), lease)
+	assert.Equal(t, vehicle.FenceLost, out.Kind)
+	assert.Equal(t, vehicle.StageCommit, out.Reason)
+	assert.Zero(t, out.Committed)
+	stored, err := f.store.FetchRun(context.Background(), ports.Tenantless(), f.runID)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusCancelled, stored.Status, "the signal's commit stands")
 }
 
 func TestNothingDueIsDeferredToTheEarliestDeadline(t *testing.T) {
@@ -234,7 +255,9 @@ func TestAFailedCommitIsDiscardedAndReleased(t *testing.T) {
 func TestInvariantViolationsCrashAndLeaveTheClaimToExpire(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, single("t.write"))
-	out := f.vehicle(t, vanishingRuns{f.store}).Drive(context.Background(), f.claim(t))
+	lease := f.claim(t)
+	lease.Run = nil // the claimed run vanishes before the holder reads it
+	out := f.vehicle(t, vanishingRuns{f.store}).Drive(context.Background(), lease)
 	assert.Equal(t, vehicle.Crashed, out.Kind)
 	assert.True(t, f.info(t).Claimed())
 
