@@ -6,50 +6,54 @@ import (
 	"sync/atomic"
 )
 
-// Default limits of commit batching (Config.MaxCommitBatch and
+// Default limits of write batching (Config.MaxCommitBatch and
 // Config.MaxCommitFlushes).
 const (
 	defaultMaxCommitBatch   = 64
 	defaultMaxCommitFlushes = 4
 )
 
-// commitBatcher groups concurrent claimed commits into shared statements
-// (group commit). A commit that finds a free flush slot is sent at once,
-// alone; commits that arrive while every slot is busy queue and leave
-// together with the next free slot, up to maxBatch per statement. So a lone
-// commit never waits for company, and under load one round trip, one
-// transaction and one WAL flush carry many runs' moments, each under its
-// own fence.
-type commitBatcher struct {
+// batcher groups concurrent writes of different runs into shared
+// statements (group commit). A write that finds a free flush slot is sent
+// at once, alone; writes that arrive while every slot is busy queue and
+// leave together with the next free slot, up to maxBatch per statement. So
+// a lone write never waits for company, and under load one round trip,
+// one transaction and one WAL flush carry many runs' writes, each under
+// its own conditions.
+type batcher[T any] struct {
 	maxBatch   int
 	maxFlushes int
-	// flush commits one batch and delivers every commit's outcome.
-	flush func(ctx context.Context, batch []*pendingCommit)
+	// flush writes one batch and delivers every write's outcome.
+	flush func(ctx context.Context, batch []*pending[T])
 
 	mu       sync.Mutex
-	queue    []*pendingCommit
+	queue    []*pending[T]
 	flushing int
 }
 
-// pendingCommit is one validated, encoded claimed commit and the channel
-// its outcome arrives on.
-type pendingCommit struct {
+// pending is one validated, encoded write and the channel its outcome
+// arrives on.
+type pending[T any] struct {
 	ctx    context.Context
 	runID  string
-	args   commitRow
+	args   T
 	result chan error // buffered: delivery never blocks
 }
 
-// submit queues c, starts a flusher when a slot is free, and waits for c's
-// outcome or its context. A commit withdrawn before it joined a batch was
-// never sent; one abandoned in flight may still commit (as with any
+func newPending[T any](ctx context.Context, runID string, args T) *pending[T] {
+	return &pending[T]{ctx: ctx, runID: runID, args: args, result: make(chan error, 1)}
+}
+
+// submit queues p, starts a flusher when a slot is free, and waits for p's
+// outcome or its context. A write withdrawn before it joined a batch was
+// never sent; one abandoned in flight may still land (as with any
 // statement whose caller stops waiting).
-func (b *commitBatcher) submit(c *pendingCommit) error {
-	if err := c.ctx.Err(); err != nil {
-		return dbError("commit", err)
+func (b *batcher[T]) submit(op string, p *pending[T]) error {
+	if err := p.ctx.Err(); err != nil {
+		return dbError(op, err)
 	}
 	b.mu.Lock()
-	b.queue = append(b.queue, c)
+	b.queue = append(b.queue, p)
 	start := b.flushing < b.maxFlushes
 	if start {
 		b.flushing++
@@ -59,20 +63,20 @@ func (b *commitBatcher) submit(c *pendingCommit) error {
 		go b.run()
 	}
 	select {
-	case err := <-c.result:
+	case err := <-p.result:
 		return err
-	case <-c.ctx.Done():
-		b.withdraw(c)
-		return dbError("commit", c.ctx.Err())
+	case <-p.ctx.Done():
+		b.withdraw(p)
+		return dbError(op, p.ctx.Err())
 	}
 }
 
-// withdraw removes c from the queue if no batch has taken it yet.
-func (b *commitBatcher) withdraw(c *pendingCommit) {
+// withdraw removes p from the queue if no batch has taken it yet.
+func (b *batcher[T]) withdraw(p *pending[T]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, q := range b.queue {
-		if q == c {
+		if q == p {
 			b.queue = append(b.queue[:i], b.queue[i+1:]...)
 			return
 		}
@@ -80,7 +84,7 @@ func (b *commitBatcher) withdraw(c *pendingCommit) {
 }
 
 // run flushes batches until the queue is empty, then frees its slot.
-func (b *commitBatcher) run() {
+func (b *batcher[T]) run() {
 	for {
 		b.mu.Lock()
 		batch := b.take()
@@ -96,18 +100,17 @@ func (b *commitBatcher) run() {
 	}
 }
 
-// take removes up to maxBatch queued commits, oldest first, at most one
-// per run: a second commit of the same run (an overlapping holder after a
-// steal) waits for the next batch, so each statement updates a row once.
-func (b *commitBatcher) take() []*pendingCommit {
-	n := min(len(b.queue), b.maxBatch)
-	batch := make([]*pendingCommit, 0, n)
+// take removes up to maxBatch queued writes, oldest first, at most one
+// per run: a second write of the same run (an overlapping holder after a
+// steal) waits for the next batch, so each statement touches a row once.
+func (b *batcher[T]) take() []*pending[T] {
+	batch := make([]*pending[T], 0, min(len(b.queue), b.maxBatch))
 	kept := b.queue[:0]
-	for _, c := range b.queue {
-		if len(batch) < b.maxBatch && !holds(batch, c.runID) {
-			batch = append(batch, c)
+	for _, p := range b.queue {
+		if len(batch) < b.maxBatch && !holds(batch, p.runID) {
+			batch = append(batch, p)
 		} else {
-			kept = append(kept, c)
+			kept = append(kept, p)
 		}
 	}
 	clear(b.queue[len(kept):])
@@ -115,9 +118,9 @@ func (b *commitBatcher) take() []*pendingCommit {
 	return batch
 }
 
-func holds(batch []*pendingCommit, runID string) bool {
-	for _, c := range batch {
-		if c.runID == runID {
+func holds[T any](batch []*pending[T], runID string) bool {
+	for _, p := range batch {
+		if p.runID == runID {
 			return true
 		}
 	}
@@ -125,16 +128,16 @@ func holds(batch []*pendingCommit, runID string) bool {
 }
 
 // batchContext is the context of a batch's statement: it keeps the first
-// commit's values (tracing) and is cancelled only once every commit of the
+// write's values (tracing) and is cancelled only once every write of the
 // batch has stopped waiting, so one impatient caller cannot abort the
-// others' commits.
-func batchContext(batch []*pendingCommit) (context.Context, func()) {
+// others' writes.
+func batchContext[T any](batch []*pending[T]) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
 	var waiting atomic.Int64
 	waiting.Store(int64(len(batch)))
 	stops := make([]func() bool, len(batch))
-	for i, c := range batch {
-		stops[i] = context.AfterFunc(c.ctx, func() {
+	for i, p := range batch {
+		stops[i] = context.AfterFunc(p.ctx, func() {
 			if waiting.Add(-1) == 0 {
 				cancel()
 			}

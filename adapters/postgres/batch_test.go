@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -160,4 +161,94 @@ func TestACancelledCommitThatNeverLeftIsNotWritten(t *testing.T) {
 	stored, err := env.store.FetchRun(context.Background(), ports.System(), runs[0].ID)
 	require.NoError(t, err)
 	assert.Equal(t, runs[0].CheckpointSeq, stored.CheckpointSeq)
+}
+
+// startMoment is a fresh run's initial moment under the fixture graph.
+func startMoment(t *testing.T, env *testEnv, owner ports.OwnerScope, id string) ports.InsertRunParams {
+	t.Helper()
+	c := compiledFixture(t)
+	_, err := env.store.SaveGraph(context.Background(), owner, ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+	require.NoError(t, err)
+	m, err := superstep.Start(c, superstep.StartParams{RunID: id, Input: map[string]any{"topic": id}}, superstep.Env{Now: time.Now()})
+	require.NoError(t, err)
+	return ports.InsertRunParams{Moment: m, WakeAt: time.Now()}
+}
+
+// A duplicate run id in a batch of insertions fails alone; the others land
+// in submission order.
+func TestABatchOfInsertionsFailsOnlyTheDuplicate(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	owner := ports.Tenant(newRunID("tenant"))
+	existing := env.insertRun(t, owner, time.Now(), time.Now())
+	params := []ports.InsertRunParams{
+		startMoment(t, env, owner, newRunID("first")),
+		startMoment(t, env, owner, existing.ID),
+		startMoment(t, env, owner, newRunID("third")),
+	}
+	errs := env.store.InsertBatchForTest(ctx, owner, params)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], ports.ErrConflict)
+	require.NoError(t, errs[2])
+	for _, i := range []int{0, 2} {
+		page, err := env.store.ListEvents(ctx, owner, params[i].Moment.Run.ID, ports.ListEventsParams{Limit: 10})
+		require.NoError(t, err)
+		assert.Len(t, page.Events, len(params[i].Moment.Events))
+	}
+	stored, err := env.store.FetchRun(ctx, owner, existing.ID)
+	require.NoError(t, err)
+	assert.Equal(t, existing.Input, stored.Input, "the existing run is untouched")
+}
+
+// The store remembers partitions it has seen; one removed behind its back
+// is ensured again on the next insertion.
+func TestAnInsertionRecreatesAPartitionRemovedBehindTheStoresBack(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	owner := ports.Tenant(newRunID("tenant"))
+	first := env.insertRun(t, owner, time.Now(), time.Now())
+	_, err := env.pool.Exec(ctx, `DELETE FROM `+env.table("docket_runs")+` WHERE run_id = $1`, first.ID)
+	require.NoError(t, err)
+	_, err = env.pool.Exec(ctx, `DELETE FROM `+env.table("docket_claim_partitions")+` WHERE scope_key = $1`, owner.Key())
+	require.NoError(t, err)
+
+	second := env.insertRun(t, owner, time.Now(), time.Now())
+	var unfinished int64
+	require.NoError(t, env.pool.QueryRow(ctx, `SELECT unfinished_count FROM `+env.table("docket_claim_schedule")+
+		` WHERE scope_key = $1`, owner.Key()).Scan(&unfinished))
+	assert.Equal(t, int64(1), unfinished)
+	_, err = env.store.FetchRun(ctx, owner, second.ID)
+	require.NoError(t, err)
+}
+
+// Concurrent insertions share statements; every run lands once, in a
+// claimable state, with its events.
+func TestConcurrentInsertionsAllLand(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{maxConns: 3})
+	ctx := context.Background()
+	const n = 40
+	owner := ports.Tenant(newRunID("tenant"))
+	params := make([]ports.InsertRunParams, n)
+	for i := range params {
+		params[i] = startMoment(t, env, owner, newRunID("concurrent"))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range params {
+		wg.Go(func() { _, errs[i] = env.store.InsertRun(ctx, owner, params[i]) })
+	}
+	wg.Wait()
+	for i := range params {
+		require.NoError(t, errs[i])
+	}
+	batch, err := env.store.ClaimDue(ctx, claim.Request{Now: time.Now(), Limit: n, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+	require.NoError(t, err)
+	assert.Len(t, batch.Leases, n)
+	var unfinished int64
+	require.NoError(t, env.pool.QueryRow(ctx, `SELECT unfinished_count FROM `+env.table("docket_claim_schedule")+
+		` WHERE scope_key = $1`, owner.Key()).Scan(&unfinished))
+	assert.Equal(t, int64(n), unfinished)
 }

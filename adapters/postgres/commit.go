@@ -23,14 +23,14 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err != nil {
 		return nil, err
 	}
-	if err := s.batcher.submit(c); err != nil {
+	if err := s.commits.submit("commit", c); err != nil {
 		return nil, err
 	}
 	return p.Moment.Run.Clone(), nil
 }
 
 // prepareCommit validates and encodes a claimed commit for a batch.
-func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*pendingCommit, error) {
+func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*pending[commitRow], error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams)
 	if err != nil {
 		return nil, err
 	}
-	return &pendingCommit{ctx: ctx, runID: m.Run.ID, args: row, result: make(chan error, 1)}, nil
+	return newPending(ctx, m.Run.ID, row), nil
 }
 
 // commitRow is one claimed commit, validated and encoded: one element of
@@ -96,11 +96,11 @@ func scheduleKind(sched ports.Schedule) string {
 // the shared statement fails (one moment's event conflict rolls back all
 // of it), every commit is retried alone, so an outcome, and an error,
 // always belongs to its own run.
-func (s *Store) flushCommits(ctx context.Context, batch []*pendingCommit) {
+func (s *Store) flushCommits(ctx context.Context, batch []*pending[commitRow]) {
 	written, err := s.commitClaimed(ctx, batch)
 	if err != nil && len(batch) > 1 {
 		for _, c := range batch {
-			written, err := s.commitClaimed(c.ctx, []*pendingCommit{c})
+			written, err := s.commitClaimed(c.ctx, []*pending[commitRow]{c})
 			c.result <- s.commitOutcome(c, written[0], err)
 		}
 		return
@@ -115,29 +115,37 @@ const missed = -1
 
 // commitClaimed runs sqlCommitClaimed over a batch and returns how many
 // events each commit wrote (missed for a lost fence).
-func (s *Store) commitClaimed(ctx context.Context, batch []*pendingCommit) ([]int64, error) {
-	written := make([]int64, len(batch))
-	for i := range written {
-		written[i] = missed
-	}
-	rows, err := s.pool.Query(ctx, s.stmt.commitClaimed, s.claimedArgs(batch)...)
-	if err != nil {
-		return written, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var ord int32
-		var n, sideEffects int64
-		if err := rows.Scan(&ord, &n, &sideEffects); err != nil {
+func (s *Store) commitClaimed(ctx context.Context, batch []*pending[commitRow]) ([]int64, error) {
+	return writtenPerOrd(s.pool.Query(ctx, s.stmt.commitClaimed, s.claimedArgs(batch)...))(len(batch))
+}
+
+// writtenPerOrd reads the (ord, written, side_effects) rows of a batched
+// write: how many events each element wrote, missed for an element the
+// statement did not write.
+func writtenPerOrd(rows pgx.Rows, err error) func(n int) ([]int64, error) {
+	return func(n int) ([]int64, error) {
+		written := make([]int64, n)
+		for i := range written {
+			written[i] = missed
+		}
+		if err != nil {
 			return written, err
 		}
-		written[ord] = n
+		defer rows.Close()
+		for rows.Next() {
+			var ord int32
+			var count, sideEffects int64
+			if err := rows.Scan(&ord, &count, &sideEffects); err != nil {
+				return written, err
+			}
+			written[ord] = count
+		}
+		return written, rows.Err()
 	}
-	return written, rows.Err()
 }
 
 // claimedArgs lays a batch out as sqlCommitClaimed's parallel arrays.
-func (s *Store) claimedArgs(batch []*pendingCommit) []any {
+func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 	n := len(batch)
 	ords, steps := make([]int32, n), make([]int32, n)
 	runIDs, keys, graphIDs, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -177,7 +185,7 @@ func (s *Store) claimedArgs(batch []*pendingCommit) []any {
 }
 
 // commitOutcome is what Commit returns for one commit of a batch.
-func (s *Store) commitOutcome(c *pendingCommit, written int64, err error) error {
+func (s *Store) commitOutcome(c *pending[commitRow], written int64, err error) error {
 	m := c.args.moment
 	switch {
 	case isViolation(err, codeUniqueViolation, constraintEventUnique):

@@ -13,7 +13,7 @@ var ScrubForTest = dbError
 // when they queue together, and returns each commit's outcome.
 func (s *Store) CommitBatchForTest(ctx context.Context, scope ports.Scope, ps []ports.CommitParams) []error {
 	errs := make([]error, len(ps))
-	var batch []*pendingCommit
+	var batch []*pending[commitRow]
 	var at []int
 	for i, p := range ps {
 		c, err := prepareCommit(ctx, scope, p)
@@ -26,6 +26,29 @@ func (s *Store) CommitBatchForTest(ctx context.Context, scope ports.Scope, ps []
 	s.flushCommits(ctx, batch)
 	for j, c := range batch {
 		errs[at[j]] = <-c.result
+	}
+	return errs
+}
+
+// InsertBatchForTest inserts ps (all under owner) as ONE batch, as the
+// insertion batcher does when they queue together, and returns each
+// insertion's outcome.
+func (s *Store) InsertBatchForTest(ctx context.Context, owner ports.OwnerScope, ps []ports.InsertRunParams) []error {
+	batch := make([]*pending[insertRow], len(ps))
+	for i, p := range ps {
+		events, err := ports.ValidateInsert(p)
+		if err != nil {
+			panic(err)
+		}
+		doc, _ := encodeDocument(p.Moment.Run)
+		arrays, _ := encodeEvents(p.Moment.Run.ID, events)
+		batch[i] = newPending(ctx, p.Moment.Run.ID, insertRow{owner: owner, moment: p.Moment, wakeAt: ports.Micros(p.WakeAt),
+			doc: doc, events: events, arrays: arrays})
+	}
+	s.flushInserts(ctx, batch)
+	errs := make([]error, len(ps))
+	for i, ins := range batch {
+		errs[i] = <-ins.result
 	}
 	return errs
 }

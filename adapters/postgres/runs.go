@@ -14,9 +14,11 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// InsertRun stores one initialized run with its first wake and events in
-// one transaction (see ports.RunStore): the owner's claim partition, then
-// the run, its events and, when the wake is due, its announcement.
+// InsertRun stores one initialized run with its first wake and events
+// (see ports.RunStore): the run, its events and, when the wake is due, its
+// announcement, in one statement that concurrent insertions of other runs
+// may share. The first insertion of an owner this store has not seen runs
+// in a transaction that first ensures the owner's claim partition.
 func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
@@ -34,37 +36,110 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	if err != nil {
 		return nil, err
 	}
-	r := m.Run
-	args := append([]any{
-		r.ID, tenantArg(owner), r.GraphID, r.GraphHash, string(r.Status), doc.step, doc.state,
-		r.CheckpointSeq, r.EventSeq, string(m.CheckpointType), ports.Micros(p.WakeAt),
-		ports.Micros(r.StartedAt), ports.Micros(r.UpdatedAt), optTime(r.FinishedAt),
-		s.storeNow(), s.schema,
-	}, arrays.args()...)
+	ins := newPending(ctx, m.Run.ID, insertRow{owner: owner, moment: m, wakeAt: ports.Micros(p.WakeAt),
+		doc: doc, events: events, arrays: arrays})
+	if _, known := s.partitions.Load(owner.Key()); known {
+		err = s.inserts.submit("insert run", ins)
+	} else {
+		err = s.insertAlone(ins)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m.Run.Clone(), nil
+}
 
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.stmt.ensurePartition, owner.Key()); err != nil {
+// insertRow is one insertion, validated and encoded: one element of
+// sqlInsertRuns's arrays.
+type insertRow struct {
+	owner  ports.OwnerScope
+	moment *run.Moment
+	wakeAt time.Time
+	doc    document
+	events []run.Event
+	arrays eventArrays
+}
+
+// flushInserts inserts one batch and delivers each insertion's outcome.
+// When the shared statement fails (a duplicate run id, a missing graph
+// version, a partition removed behind the store's back), every insertion
+// is retried alone in its own transaction, so an outcome, and an error,
+// always belongs to its own run.
+func (s *Store) flushInserts(ctx context.Context, batch []*pending[insertRow]) {
+	written, err := s.insertRuns(ctx, s.pool, batch)
+	for i, ins := range batch {
+		switch {
+		case err != nil:
+			ins.result <- s.insertAlone(ins)
+		case written[i] != int64(len(ins.args.events)):
+			ins.result <- fmt.Errorf("docket postgres: insert of run %q wrote %d of %d events", ins.runID, written[i], len(ins.args.events))
+		default:
+			ins.result <- nil
+		}
+	}
+}
+
+// insertAlone inserts one run in a transaction that first ensures its
+// owner's claim partition, and remembers the partition.
+func (s *Store) insertAlone(ins *pending[insertRow]) error {
+	ctx, key := ins.ctx, ins.args.owner.Key()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.stmt.ensurePartition, key); err != nil {
 			return err
 		}
-		var inserted, written, announced int64
-		if err := tx.QueryRow(ctx, s.stmt.insertRun, args...).Scan(&inserted, &written, &announced); err != nil {
-			return err
+		written, err := s.insertRuns(ctx, tx, []*pending[insertRow]{ins})
+		if err == nil && written[0] != int64(len(ins.args.events)) {
+			err = keep(fmt.Errorf("docket postgres: insert of run %q wrote %d of %d events", ins.runID, written[0], len(ins.args.events)))
 		}
-		if inserted != 1 || written != int64(len(events)) {
-			return fmt.Errorf("insert wrote %d runs and %d of %d events", inserted, written, len(events))
-		}
-		return nil
+		return err
 	})
+	r := ins.args.moment.Run
 	switch {
 	case err == nil:
-		return r.Clone(), nil
+		s.partitions.Store(key, struct{}{})
+		return nil
 	case isViolation(err, codeUniqueViolation, constraintRunID):
-		return nil, fmt.Errorf("%w: %q", ports.ErrConflict, r.ID)
+		return fmt.Errorf("%w: %q", ports.ErrConflict, r.ID)
 	case isViolation(err, codeForeignKeyViolation, constraintGraphFK):
-		return nil, &notFoundError{what: "graph version", id: r.GraphID + "@" + r.GraphHash}
+		return &notFoundError{what: "graph version", id: r.GraphID + "@" + r.GraphHash}
 	default:
-		return nil, dbError("insert run", err)
+		return unkept("insert run", err)
 	}
+}
+
+// rowQuerier is what a batched write needs: the pool or a transaction.
+type rowQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// insertRuns runs sqlInsertRuns over a batch and returns how many events
+// each insertion wrote.
+func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[insertRow]) ([]int64, error) {
+	n := len(batch)
+	ords, steps := make([]int32, n), make([]int32, n)
+	runIDs, graphIDs, hashes, statuses, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	tenants := make([]*string, n)
+	states := make([][]byte, n)
+	seqs, eventSeqs := make([]int64, n), make([]int64, n)
+	wakes, started, updated := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
+	finished := make([]*time.Time, n)
+	var events eventArrays
+	var eventOrds []int32
+	for i, ins := range batch {
+		a, r := ins.args, ins.args.moment.Run
+		ords[i], runIDs[i], tenants[i] = int32(i), r.ID, tenantArg(a.owner)
+		graphIDs[i], hashes[i], statuses[i] = r.GraphID, r.GraphHash, string(r.Status)
+		steps[i], states[i], seqs[i], eventSeqs[i] = a.doc.step, a.doc.state, r.CheckpointSeq, r.EventSeq
+		types[i], wakes[i] = string(a.moment.CheckpointType), a.wakeAt
+		started[i], updated[i], finished[i] = ports.Micros(r.StartedAt), ports.Micros(r.UpdatedAt), optTime(r.FinishedAt)
+		events.append(a.arrays)
+		for range a.events {
+			eventOrds = append(eventOrds, int32(i))
+		}
+	}
+	args := append([]any{ords, runIDs, tenants, graphIDs, hashes, statuses, steps, states, seqs, eventSeqs,
+		types, wakes, started, updated, finished, s.storeNow(), s.schema, eventOrds}, events.args()...)
+	return writtenPerOrd(q.Query(ctx, s.stmt.insertRuns, args...))(n)
 }
 
 // document is a run's stored form: the encoded state and its column copies.

@@ -36,7 +36,7 @@ type statements struct {
 	commitClaimed    string
 	commitUnclaimed  string
 	ensurePartition  string
-	insertRun        string
+	insertRuns       string
 	fetchRun         string
 	lockRun          string
 	classifyMiss     string
@@ -72,7 +72,7 @@ func renderStatements(schema string) statements {
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed), commitUnclaimedFirstEventParam),
 		ensurePartition:  r(sqlEnsurePartition),
-		insertRun:        r(sqlInsertRun),
+		insertRuns:       bindEventCTEs(r(sqlInsertRuns), insertRunsFirstEventParam),
 		fetchRun:         r(sqlFetchRun),
 		lockRun:          r(sqlLockRun),
 		classifyMiss:     r(sqlClassifyMiss),
@@ -103,6 +103,7 @@ func renderStatements(schema string) statements {
 const (
 	commitClaimedFirstEventParam   = 20
 	commitUnclaimedFirstEventParam = 13
+	insertRunsFirstEventParam      = 16
 )
 
 // bindEventCTEs numbers the named parameters of eventCTEs (and of the
@@ -641,49 +642,49 @@ SELECT $1::text
 WHERE NOT EXISTS (SELECT 1 FROM {schema}.docket_claim_partitions WHERE scope_key = $1::text)
 ON CONFLICT (scope_key) DO NOTHING`
 
-// sqlInsertRun inserts an initialized run, its events and its announcement
-// as one statement (inside the insertion transaction).
+// sqlInsertRuns inserts one or more initialized runs, their events and
+// their announcement as one statement (alone, or inside the insertion
+// transaction that first ensures the owner's partition).
 //
 // Invariants: zero counters, no claim, no poison, no admission marker, the
-// given first wake; a run id that exists anywhere violates
+// given first wake; rows are inserted in ord order, so runs started
+// together keep their submission order as insertion order (the FIFO
+// tie-break). A run id that exists anywhere violates
 // docket_runs_run_id_index (conflict); a graph version absent from the
-// owner scope violates docket_runs_graph_scope_fkey (not found). The run
-// is new, so its events are plain inserts. A first wake at or before the
-// store clock's wall time announces.
+// owner scope violates docket_runs_graph_scope_fkey (not found); a scope
+// without its partition fails in the schedule trigger. Any of them rolls
+// the whole statement back. The runs are new, so their events cannot
+// conflict. A first wake at or before the store clock's wall time
+// announces.
 //
-// $1 run_id, $2 tenant_id, $3 graph_id, $4 graph_hash, $5 status, $6 step,
-// $7 state, $8 checkpoint_seq, $9 event_seq, $10 checkpoint type,
-// $11 wake_at, $12 started_at, $13 updated_at, $14 finished_at,
-// $15 store clock override, $16 payload, $17..$25 event arrays.
-const sqlInsertRun = `
-WITH inserted AS (
+// Arrays: $1 ord, $2 run_id, $3 tenant_id, $4 graph_id, $5 graph_hash,
+// $6 status, $7 step, $8 state, $9 checkpoint_seq, $10 event_seq,
+// $11 checkpoint type, $12 wake_at, $13 started_at, $14 updated_at,
+// $15 finished_at; then eventCTEs from $16.
+const sqlInsertRuns = `
+WITH proposed AS MATERIALIZED (
+    SELECT *
+    FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::integer[],
+                $8::bytea[], $9::bigint[], $10::bigint[], $11::text[], $12::timestamptz[], $13::timestamptz[],
+                $14::timestamptz[], $15::timestamptz[])
+         AS p(ord, run_id, tenant_id, graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq,
+              checkpoint_type, wake_at, started_at, updated_at, finished_at)
+),
+inserted AS (
     INSERT INTO {schema}.docket_runs
         (run_id, tenant_id, graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq,
          latest_checkpoint_type, wake_at, inserted_at, started_at, updated_at, finished_at)
-    VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::bytea, $8::bigint, $9::bigint,
-            $10::text, $11::timestamptz, COALESCE($15::timestamptz, CURRENT_TIMESTAMP),
-            $12::timestamptz, $13::timestamptz, $14::timestamptz)
+    SELECT p.run_id, p.tenant_id, p.graph_id, p.graph_hash, p.status, p.step, p.state, p.checkpoint_seq,
+           p.event_seq, p.checkpoint_type, p.wake_at, COALESCE(@now::timestamptz, CURRENT_TIMESTAMP),
+           p.started_at, p.updated_at, p.finished_at
+    FROM proposed AS p
+    ORDER BY p.ord
     RETURNING run_id
 ),
-written AS (
-    INSERT INTO {schema}.docket_events
-        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
-    SELECT i.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
-           e.occurred_at, COALESCE($15::timestamptz, clock_timestamp())
-    FROM inserted AS i
-    CROSS JOIN unnest($17::bigint[], $18::text[], $19::integer[], $20::text[], $21::text[], $22::text[],
-                      $23::bytea[], $24::bytea[], $25::timestamptz[])
-         AS e(seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
-    RETURNING seq
-),
-wake AS (
-    SELECT pg_notify('` + wakeChannel + `', $16::text) AS sent
-    FROM inserted
-    WHERE $11::timestamptz <= COALESCE($15::timestamptz, clock_timestamp())
-)
-SELECT (SELECT count(*) FROM inserted) AS inserted,
-       (SELECT count(*) FROM written) AS written,
-       (SELECT count(*) FROM wake) AS announced`
+moved AS (
+    SELECT p.ord, i.run_id, 'at'::text AS sched, p.wake_at AS at
+    FROM inserted AS i JOIN proposed AS p ON p.run_id = i.run_id
+)` + eventCTEs
 
 // runColumns is what FetchRun, InspectRun and the locks read of a run.
 const runColumns = `r.id, r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type,

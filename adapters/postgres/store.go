@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -66,12 +67,14 @@ type Config struct {
 	// pg_notify either way.
 	Notifier ports.Notifier
 	// MaxCommitBatch caps how many claimed commits of different runs share
-	// one statement (default 64; 1 sends every commit alone). Commits are
-	// grouped only while MaxCommitFlushes earlier ones are in flight, so a
-	// lone commit never waits for company; each keeps its own fence.
+	// one statement, and how many run insertions do (default 64; 1 sends
+	// every write alone). Writes are grouped only while MaxCommitFlushes
+	// earlier ones are in flight, so a lone write never waits for company;
+	// each commit keeps its own fence.
 	MaxCommitBatch int
-	// MaxCommitFlushes caps the claimed-commit statements in flight at
-	// once, each on its own pooled connection (default 4).
+	// MaxCommitFlushes caps the batched statements in flight at once, per
+	// kind (claimed commits, insertions), each on its own pooled
+	// connection (default 4).
 	MaxCommitFlushes int
 	// Telemetry receives operation spans with bounded labels (default
 	// ports.NopTelemetry). Claim tokens, identities, payloads and state
@@ -96,7 +99,11 @@ type Store struct {
 	clock     ports.Clock
 	notifier  ports.Notifier
 	telemetry ports.Telemetry
-	batcher   *commitBatcher
+	commits   *batcher[commitRow]
+	inserts   *batcher[insertRow]
+	// partitions are the owners whose claim partition this store has
+	// seen exist (partitions are never removed by Docket).
+	partitions sync.Map
 }
 
 var _ ports.Backend = (*Store)(nil)
@@ -146,10 +153,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxCommitBatch < 0 || cfg.MaxCommitFlushes < 0 {
 		return nil, fmt.Errorf("%w: MaxCommitBatch and MaxCommitFlushes must not be negative", ErrConfig)
 	}
-	batcher := &commitBatcher{
+	commits := &batcher[commitRow]{
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
 		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
 	}
+	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	s := &Store{
 		pool:      cfg.Pool,
@@ -162,9 +170,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		clock:     cfg.Clock,
 		notifier:  cfg.Notifier,
 		telemetry: cfg.Telemetry,
-		batcher:   batcher,
+		commits:   commits,
+		inserts:   inserts,
 	}
-	batcher.flush = s.flushCommits
+	commits.flush = s.flushCommits
+	inserts.flush = s.flushInserts
 	return s, nil
 }
 
