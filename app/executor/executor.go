@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/docketgo/docket/app/node"
@@ -69,8 +70,9 @@ func (e *Executor) Execute(ctx context.Context, runID string, acts []superstep.A
 		return results, nil
 	}
 	b := e.start(ctx, runID, acts)
-	defer b.cancelAll()
-	if err := b.wait(ctx, results); err != nil {
+	err := b.wait(ctx, results)
+	b.finish(ctx)
+	if err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -92,41 +94,45 @@ func (e *Executor) Deadline(timeoutMS int) time.Duration {
 }
 
 // batch is one superstep's running attempts. Attempts with the same
-// deadline share one deadline context: they were started together, so
-// they expire at the same instant and cancelling one cancels nothing the
-// deadline would not.
+// deadline form one group: they were started together, so they expire at
+// the same instant. One timer, armed for the earliest pending group, wakes
+// the waiter; the waiter then ends that group's attempt contexts.
 //
 // Each node goroutine writes its report into its attempt's slot and then
 // sends the attempt's index on done (buffered for every attempt, so a late
 // sender never blocks); the waiter reads a slot only after receiving its
-// index. The arrays keep a small superstep in one allocation.
+// index. A batch whose every attempt has reported is recycled, with its
+// channel, timer and slots; one with an abandoned attempt is left to it.
 type batch struct {
-	attempts  []attempt
-	deadlines []deadline
-	done      chan int
+	attempts []attempt
+	groups   []deadlineGroup
+	done     chan int
+	timer    *time.Timer
+	armed    int // the group the timer is set for, -1 when none
+	reported int // reports received from done
 
-	attemptsBuf  [inlineAttempts]attempt
-	deadlinesBuf [2]deadline
+	attemptsBuf [inlineAttempts]attempt
+	groupsBuf   [2]deadlineGroup
 }
 
 // inlineAttempts is the number of attempts a batch holds without a
 // separate allocation.
 const inlineAttempts = 2
 
-// deadline is one shared attempt deadline.
-type deadline struct {
-	after  time.Duration
-	ctx    context.Context
-	cancel context.CancelFunc
+// deadlineGroup is one shared attempt deadline.
+type deadlineGroup struct {
+	after time.Duration
+	at    time.Time
 }
 
 // attempt is one running activation. report is written once, by its node
 // goroutine (or by start for an unknown implementation), before its index
-// is sent; deadline indexes batch.deadlines.
+// is sent; group indexes batch.groups.
 type attempt struct {
-	report   report
-	deadline int
-	settled  bool
+	ctx     *attemptContext // nil for an unknown implementation
+	report  report
+	group   int
+	settled bool
 }
 
 // report is what a node goroutine produces: the node's raw return, or the
@@ -141,18 +147,38 @@ type report struct {
 	late   bool
 }
 
-func (e *Executor) start(parent context.Context, runID string, acts []superstep.Activation) *batch {
-	b := &batch{done: make(chan int, len(acts))}
-	b.attempts = b.attemptsBuf[:0]
-	if len(acts) > inlineAttempts {
-		b.attempts = make([]attempt, 0, len(acts))
+var batches = sync.Pool{New: func() any {
+	b := &batch{done: make(chan int, inlineAttempts), timer: time.NewTimer(time.Hour)}
+	b.timer.Stop()
+	return b
+}}
+
+func newBatch(n int) *batch {
+	b := batches.Get().(*batch)
+	if cap(b.done) < n {
+		b.done = make(chan int, n)
 	}
-	b.attempts = b.attempts[:len(acts)]
-	b.deadlines = b.deadlinesBuf[:0]
+	switch {
+	case n <= inlineAttempts:
+		b.attempts = b.attemptsBuf[:n]
+	case cap(b.attempts) >= n:
+		b.attempts = b.attempts[:n]
+	default:
+		b.attempts = make([]attempt, n)
+	}
+	b.groups = b.groupsBuf[:0]
+	b.armed = -1
+	b.reported = 0
+	return b
+}
+
+func (e *Executor) start(parent context.Context, runID string, acts []superstep.Activation) *batch {
+	b := newBatch(len(acts))
+	now := time.Now()
 	for i := range acts {
 		act := &acts[i]
 		a := &b.attempts[i]
-		a.deadline = b.deadlineFor(parent, e.Deadline(act.Policy.TimeoutMS))
+		a.group = b.groupFor(now, e.Deadline(act.Policy.TimeoutMS))
 		n, found := e.Nodes.Lookup(act.Implementation)
 		if !found {
 			f := failure(fmt.Sprintf("unknown implementation %q", act.Implementation), false)
@@ -180,28 +206,46 @@ func (e *Executor) start(parent context.Context, runID string, acts []superstep.
 			Config: cloneMap(act.Config),
 			Task:   task,
 		}
-		go b.run(node.WithTask(b.deadlines[a.deadline].ctx, task), n, in, i)
+		a.ctx = newAttemptContext(parent, b.groups[a.group].at, task)
+		go b.run(a.ctx, n, in, i)
 	}
 	return b
 }
 
-// deadlineFor returns the index of the shared deadline context for after,
-// creating it on first use.
-func (b *batch) deadlineFor(parent context.Context, after time.Duration) int {
-	for i := range b.deadlines {
-		if b.deadlines[i].after == after {
+// groupFor returns the index of the deadline group for after, creating it
+// on first use.
+func (b *batch) groupFor(now time.Time, after time.Duration) int {
+	for i := range b.groups {
+		if b.groups[i].after == after {
 			return i
 		}
 	}
-	ctx, cancel := context.WithTimeout(parent, after)
-	b.deadlines = append(b.deadlines, deadline{after: after, ctx: ctx, cancel: cancel})
-	return len(b.deadlines) - 1
+	b.groups = append(b.groups, deadlineGroup{after: after, at: now.Add(after)})
+	return len(b.groups) - 1
 }
 
-func (b *batch) cancelAll() {
-	for i := range b.deadlines {
-		b.deadlines[i].cancel()
+// finish ends every attempt context (with the parent's error when the
+// parent ended, as a derived context would) and recycles the batch when
+// no node goroutine can still touch it.
+func (b *batch) finish(parent context.Context) {
+	err := parent.Err()
+	if err == nil {
+		err = context.Canceled
 	}
+	for i := range b.attempts {
+		if c := b.attempts[i].ctx; c != nil {
+			c.cancel(err)
+		}
+	}
+	b.timer.Stop()
+	if b.reported != len(b.attempts) {
+		return
+	}
+	clear(b.attempts)
+	if len(b.attempts) > inlineAttempts && cap(b.attempts) > 64 {
+		b.attempts = nil // keep one huge superstep from pinning its slots
+	}
+	batches.Put(b)
 }
 
 // run calls the node of attempt i and reports exactly once, whether the
@@ -241,14 +285,19 @@ func (b *batch) wait(parent context.Context, results []superstep.Result) error {
 		next := -1
 		for i := range b.attempts {
 			a := &b.attempts[i]
-			if !a.settled && (next < 0 || b.deadlines[a.deadline].after < b.deadlines[next].after) {
-				next = a.deadline
+			if !a.settled && (next < 0 || b.groups[a.group].after < b.groups[next].after) {
+				next = a.group
 			}
+		}
+		if b.armed != next {
+			b.timer.Reset(time.Until(b.groups[next].at))
+			b.armed = next
 		}
 		select {
 		case i := <-b.done:
 			pending -= b.record(i, results)
-		case <-b.deadlines[next].ctx.Done():
+		case <-b.timer.C:
+			b.armed = -1
 			// A result sent before the deadline may race the deadline's
 			// signal; it was on time, so keep it.
 			pending -= b.drain(results)
@@ -257,13 +306,15 @@ func (b *batch) wait(parent context.Context, results []superstep.Result) error {
 			}
 			for i := range b.attempts {
 				a := &b.attempts[i]
-				if !a.settled && a.deadline == next {
+				if !a.settled && a.group == next {
 					a.settled = true
 					results[i] = failure(ReasonTimeout, true)
 					pending--
+					if a.ctx != nil {
+						a.ctx.cancel(context.DeadlineExceeded)
+					}
 				}
 			}
-			b.deadlines[next].cancel()
 		case <-parent.Done():
 			return parent.Err()
 		}
@@ -274,6 +325,7 @@ func (b *batch) wait(parent context.Context, results []superstep.Result) error {
 // record takes attempt i's report and says how many attempts it settled
 // (0 for a late result: the attempt waits for its deadline's timeout).
 func (b *batch) record(i int, results []superstep.Result) int {
+	b.reported++
 	a := &b.attempts[i]
 	if a.settled || a.report.late {
 		return 0
@@ -317,6 +369,11 @@ func classify(out node.Output, err error) superstep.Result {
 		return failure(err.Error(), !node.IsPermanent(err))
 	}
 	if update, ok := out.AsUpdate(); ok {
+		if value.Check(update) == nil {
+			// Already portable: the node handed the map over on return, so
+			// it is taken as is rather than copied.
+			return superstep.Result{Outcome: superstep.OutcomeUpdate, Update: update}
+		}
 		normalized, err := value.Normalize(update)
 		if err != nil {
 			return failure("invalid_state_update: non-durable update: "+err.Error(), false)

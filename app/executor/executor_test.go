@@ -315,3 +315,70 @@ func TestExecuteWithoutResolverIsAnError(t *testing.T) {
 	_, err := (&executor.Executor{}).Execute(context.Background(), "run_1", []superstep.Activation{activation("n", "x")})
 	assert.Error(t, err)
 }
+
+func TestAttemptContextBehavesAsATimeoutContext(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		hasDeadline        bool
+		derivedErr, err    error
+		cause, derivedCaus error
+		afterFuncRan       bool
+	}
+	got := make(chan seen, 1)
+	reg := node.NewRegistry().MustRegister("observe", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		var s seen
+		_, s.hasDeadline = ctx.Deadline()
+		derived, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ran := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(ran) })
+		<-derived.Done()
+		<-ran
+		s.afterFuncRan = true
+		s.err, s.derivedErr = ctx.Err(), derived.Err()
+		s.cause, s.derivedCaus = context.Cause(ctx), context.Cause(derived)
+		got <- s
+		return node.Output{}, ctx.Err()
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 20 * time.Millisecond}
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	results, err := e.Execute(parent, "run_1", []superstep.Activation{activation("n", "observe")})
+	require.NoError(t, err)
+	assert.Equal(t, "timeout", results[0].Reason)
+	s := <-got
+	assert.True(t, s.hasDeadline)
+	assert.True(t, s.afterFuncRan)
+	assert.ErrorIs(t, s.err, context.DeadlineExceeded)
+	assert.ErrorIs(t, s.derivedErr, context.DeadlineExceeded)
+	assert.ErrorIs(t, s.cause, context.DeadlineExceeded)
+	assert.ErrorIs(t, s.derivedCaus, context.DeadlineExceeded)
+}
+
+func TestAttemptContextEndsWithTheCallerAndAfterExecute(t *testing.T) {
+	t.Parallel()
+	kept := make(chan context.Context, 1)
+	reg := node.NewRegistry().MustRegister("keep", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		kept <- ctx
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+	execute(t, e, activation("n", "keep"))
+	ctx := <-kept
+	<-ctx.Done()
+	assert.ErrorIs(t, ctx.Err(), context.Canceled, "an attempt's context ends when Execute returns")
+
+	cause := errors.New("caller gave up")
+	parent, cancel := context.WithCancelCause(context.Background())
+	reg.MustRegister("wait", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		cancel(cause)
+		<-ctx.Done()
+		kept <- ctx
+		return node.Output{}, ctx.Err()
+	}))
+	_, err := e.Execute(parent, "run_1", []superstep.Activation{activation("n", "wait")})
+	require.ErrorIs(t, err, context.Canceled)
+	ctx = <-kept
+	assert.ErrorIs(t, ctx.Err(), context.Canceled)
+	assert.Equal(t, cause, context.Cause(ctx), "the caller's cause reaches the attempt")
+}

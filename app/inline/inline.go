@@ -347,9 +347,10 @@ func (d *driver) accept(committed *run.Run, m *run.Moment) (*run.Run, error) {
 			m.Run.CheckpointSeq, committed.ID, committed.CheckpointSeq)
 	}
 	if d.checkpoints == nil {
-		// Room for initialization, a few supersteps and completion, so a
-		// short run appends without growing; nil until something commits.
-		d.checkpoints = make([]run.Checkpoint, 0, 8)
+		// Room for initialization, a superstep per node and completion, so
+		// an acyclic run appends without growing; nil until something
+		// commits.
+		d.checkpoints = make([]run.Checkpoint, 0, max(8, len(d.g.NodeIDs)+2))
 	}
 	d.checkpoints = append(d.checkpoints, m.Checkpoint())
 	return m.Run, nil

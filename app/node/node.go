@@ -66,6 +66,17 @@ func WithTask(ctx context.Context, t Task) context.Context {
 	return context.WithValue(ctx, taskKey{}, t)
 }
 
+// TaskValue answers Context.Value for a context type that carries the
+// attempt identity itself instead of a WithTask layer (the executor's
+// attempt context does, to save an allocation per attempt): for the key
+// TaskFrom reads it returns *t and true, for any other key nil and false.
+func TaskValue(key any, t *Task) (any, bool) {
+	if _, ok := key.(taskKey); ok {
+		return *t, true
+	}
+	return nil, false
+}
+
 // TaskFrom returns the attempt identity stored in ctx by the executor.
 func TaskFrom(ctx context.Context) (Task, bool) {
 	t, ok := ctx.Value(taskKey{}).(Task)

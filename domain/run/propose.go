@@ -279,12 +279,22 @@ func activeSuperstep(next *Run, tasks []TaskState) any {
 // writes the moment added for tasks not already listed. Writes carried over
 // from earlier moments were reported by those moments.
 func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any {
-	scheduled := make(map[string]int64, len(tasks))
-	for _, t := range tasks {
-		scheduled[t.TaskID] = int64(t.Attempt)
+	var scheduled map[string]int64
+	if len(tasks) > 0 {
+		scheduled = make(map[string]int64, len(tasks))
+		for _, t := range tasks {
+			scheduled[t.TaskID] = int64(t.Attempt)
+		}
 	}
-	attempts := []any{}
-	listed := map[string]bool{}
+	n := len(added)
+	for i := range events {
+		switch events[i].Type {
+		case EventNodeCompleted, EventNodeFailed, EventInterruptRequested:
+			n++
+		}
+	}
+	attempts := make([]any, 0, n)
+	var listed map[string]bool // tasks listed from events; only added writes consult it
 	for _, e := range events {
 		var outcome string
 		switch e.Type {
@@ -312,7 +322,15 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 			"outcome":                boxString(outcome),
 			"next_scheduled_attempt": next,
 		})
-		listed[e.TaskID] = true
+		if len(added) > 0 {
+			if listed == nil {
+				listed = make(map[string]bool)
+			}
+			listed[e.TaskID] = true
+		}
+	}
+	if len(added) == 0 {
+		return attempts
 	}
 	for _, w := range sortedWrites(added) {
 		if listed[w.TaskID] {

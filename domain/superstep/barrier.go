@@ -72,6 +72,17 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		return strings.Compare(a.nodeID, b.nodeID)
 	})
 	changedFields, writers := changedBuf[:0], writersBuf[:0]
+	// Every field's writer list is a window of one array (each capped, so
+	// none can grow into the next); the fold's value lists share another.
+	var (
+		allNames  []any
+		valuesBuf [16]any
+		allValues = valuesBuf[:0]
+	)
+	if len(writes) > 0 {
+		allNames = make([]any, len(writes))
+		allValues = slices.Grow(allValues, len(writes))[:len(writes)]
+	}
 	for start := 0; start < len(writes); {
 		end := start + 1
 		for end < len(writes) && writes[end].field == writes[start].field {
@@ -79,8 +90,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		}
 		f := writes[start].field
 		s := idx.fields[f]
-		values := make([]any, end-start)
-		names := make([]any, end-start)
+		values := allValues[start:end:end]
+		names := allNames[start:end:end]
 		for i := start; i < end; i++ {
 			values[i-start] = writes[i].value
 			names[i-start] = idx.box(writes[i].nodeID)
@@ -93,7 +104,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	}
 
 	// 3. Edges of the nodes that completed with an update.
-	triggered, finish, gerr := fireEdges(g, idx, channels, okNodes, changedFields)
+	var triggeredBuf [8]*graph.RuntimeEdge
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], g, idx, channels, okNodes, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -190,12 +202,20 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 9. Events, at the pre-commit step.
 	events := make([]run.Event, 0, len(okNodes)+len(changedFields)+len(triggered)+len(finish)+len(newInterrupts)+1)
+	// Nodes completing on the same attempt number share one payload: event
+	// payloads are read-only values, like the moment's shared metadata.
+	var completedPayload map[string]any
+	completedAttempt := 0
 	for i := range items {
 		it := &items[i]
 		if it.kind == run.WriteUpdate {
+			if completedPayload == nil || completedAttempt != it.attempt {
+				completedPayload = map[string]any{"attempt": int64(it.attempt)}
+				completedAttempt = it.attempt
+			}
 			events = append(events, run.Event{
 				Type: run.EventNodeCompleted, Step: r.Step, NodeID: it.nodeID, TaskID: it.taskID,
-				Payload: map[string]any{"attempt": int64(it.attempt)},
+				Payload: completedPayload,
 			})
 		}
 	}
@@ -273,11 +293,11 @@ func guardReasons(err error) []string {
 }
 
 // fireEdges evaluates the outgoing edges of the nodes that completed with an
-// update. A barrier edge records its completed sources and becomes a
+// update, appending the fired ones to triggered (the caller's buffer). A barrier edge records its completed sources and becomes a
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (triggered, finish []*graph.RuntimeEdge, gf *guardFailure) {
+func fireEdges(triggered []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (_, finish []*graph.RuntimeEdge, gf *guardFailure) {
 	var edgeIDs []string
 	switch len(okNodes) {
 	case 0:

@@ -25,29 +25,45 @@ type plannedView struct {
 // encoding is written slot by slot instead of re-reading and re-sorting
 // the map.
 func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
-	values, versions := idx.stateView(channels)
 	if !idx.canonicalOrder {
+		values, versions := idx.stateView(channels)
 		return plannedView{values, versions, run.InputHash(values)}
 	}
+	// The view and its encoding are built in one pass over the slots.
+	values := make(map[string]any, len(idx.slots))
+	versions := make(map[string]int64, len(idx.slots))
 	buf := viewBuffers.Get().(*bytes.Buffer)
 	defer putViewBuffer(buf)
 	buf.Reset()
 	buf.WriteByte('{')
-	first := true
+	portable := true
 	for i := range idx.slots {
 		s := &idx.slots[i]
-		v, ok := values[s.publicID]
-		if !ok {
+		var v any
+		if c, ok := channels[s.channelID]; ok {
+			v = c.Value
+			versions[s.publicID] = c.Version
+		} else {
+			versions[s.publicID] = 0
+			if s.channel.Default == nil {
+				continue
+			}
+			v = s.channel.Default
+		}
+		values[s.publicID] = v
+		if !portable {
 			continue
 		}
-		if !first {
+		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
-		first = false
 		buf.Write(s.keyJSON)
 		if err := value.AppendCanonical(buf, v); err != nil {
-			return plannedView{values, versions, ""}
+			portable = false
 		}
+	}
+	if !portable {
+		return plannedView{values, versions, ""}
 	}
 	buf.WriteByte('}')
 	sum := sha256.Sum256(buf.Bytes())

@@ -57,13 +57,16 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable"}
 	}
 	acts := make([]Activation, len(candidates))
+	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates)
 	for i, id := range candidates {
 		node := g.Nodes[id]
 		pol, err := idx.policy(g, id)
 		if err != nil {
 			return Step{Kind: Commit, Moment: policyFailure(r, id, err, now)}, nil
 		}
-		key := firstAttemptKey(r.ID, r.Step, id)
+		n := len(r.ID) + stepLen + len(id) + 2 + len(firstAttemptSuffix)
+		key := keys[:n]
+		keys = keys[n:]
 		acts[i] = Activation{
 			TaskID:         key[:len(key)-len(firstAttemptSuffix)],
 			NodeID:         id,
@@ -84,18 +87,31 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 // firstAttemptSuffix ends the idempotency key of attempt 1.
 const firstAttemptSuffix = ":1"
 
-// firstAttemptKey is run.IdempotencyKey(run.TaskID(runID, step, nodeID), 1)
-// built as one string, so the task ID can be its prefix instead of a second
-// allocation.
-func firstAttemptKey(runID string, step int, nodeID string) string {
-	var stack [128]byte
-	b := append(stack[:0], runID...)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(step), 10)
-	b = append(b, ':')
-	b = append(b, nodeID...)
-	b = append(b, firstAttemptSuffix...)
-	return string(b)
+// firstAttemptKeys returns run.IdempotencyKey(run.TaskID(runID, step, id),
+// 1) for every node, concatenated, and the length of step's decimal form:
+// the caller cuts the keys apart, and each task ID is a prefix of its key,
+// so a superstep's identities cost one allocation.
+func firstAttemptKeys(runID string, step int, nodeIDs []string) (string, int) {
+	var stepBuf [20]byte
+	stepText := strconv.AppendInt(stepBuf[:0], int64(step), 10)
+	size := 0
+	for _, id := range nodeIDs {
+		size += len(runID) + len(stepText) + len(id) + 2 + len(firstAttemptSuffix)
+	}
+	var stack [256]byte
+	b := stack[:0]
+	if size > len(stack) {
+		b = make([]byte, 0, size)
+	}
+	for _, id := range nodeIDs {
+		b = append(b, runID...)
+		b = append(b, ':')
+		b = append(b, stepText...)
+		b = append(b, ':')
+		b = append(b, id...)
+		b = append(b, firstAttemptSuffix...)
+	}
+	return string(b), len(stepText)
 }
 
 // planCandidates appends to dst the sorted nodes the next superstep
