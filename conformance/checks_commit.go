@@ -2,10 +2,12 @@ package conformance
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -328,4 +330,40 @@ func checkConcurrentCommits(h *harness) {
 			return err
 		})
 	}
+}
+
+// checkFusedChain commits a continue moment and the completion that
+// follows it as one transition.
+func checkFusedChain(h *harness) {
+	r, lease := h.insertClaimed()
+	h.clock.Set(at(5 * time.Second))
+	first := h.barrierMoment(r, "yes")
+	step, err := superstep.Advance(h.graphs().main, first.Run, superstep.Env{Now: h.clock.Now()})
+	h.must(err, "superstep.Advance after the barrier moment")
+	if step.Kind != superstep.Commit {
+		h.Fatalf("after the fixture node the next moment should be the completion, got kind %d", step.Kind)
+	}
+	last := step.Moment
+	before := h.inspect(r.ID)
+
+	gap := cloneMoment(last)
+	gap.Run.CheckpointSeq++
+	_, err = h.b.Commit(h.ctx, ports.Tenantless(), ports.CommitParams{Moment: first, ClaimToken: lease.Token, Then: []*run.Moment{gap}})
+	h.expect(errors.Is(err, ports.ErrInvalidCommit), "a chain that skips a checkpoint: want ErrInvalidCommit, got %s", describeErr(err))
+	h.unchanged(before, "run after a rejected chain")
+	h.eventsAbsent(first, "rejected chain")
+
+	p := ports.CommitParams{Moment: first, ClaimToken: lease.Token, Then: []*run.Moment{last}}
+	got, err := h.b.Commit(h.ctx, ports.Tenantless(), p)
+	h.must(err, "Commit of a fused chain")
+	h.sameRun(got, last.Run, "Commit of a chain returns the last moment's run")
+	h.sameRun(h.fetch(ports.Tenantless(), r.ID), last.Run, "FetchRun after a fused chain")
+	info := h.inspect(r.ID)
+	eq(h, info.LatestCheckpointType, last.CheckpointType, "latest checkpoint type is the last moment's")
+	h.expect(!info.Claimed(), "the last moment's terminal schedule released the claim")
+	h.eventsStored(first, "first moment of the chain")
+	h.eventsStored(last, "last moment of the chain")
+
+	_, err = h.b.Commit(h.ctx, ports.Tenantless(), p)
+	h.expect(errors.Is(err, ports.ErrStaleFence), "replaying a fused chain: want ErrStaleFence, got %s", describeErr(err))
 }

@@ -102,6 +102,9 @@ var registry = []Invariant{
 	{ID: "COMMIT-004", Area: AreaCommit, Behaviour: "commit_resets_claim_health", Spec: []int{16},
 		Summary: "any successful commit resets claim attempts and abandons to zero and clears poison",
 		Source:  "spec §4", check: checkCommitResetsHealth},
+	{ID: "COMMIT-005", Area: AreaCommit, Behaviour: "fused_chain_commits_atomically", Spec: nil,
+		Summary: "a continue moment and the moments that follow it commit as one transition under the first's fence; a broken chain writes nothing, a replay is stale",
+		Source:  "ports.CommitParams.Then", check: checkFusedChain},
 
 	// FENCE: the commit fence.
 	{ID: "FENCE-001", Area: AreaFence, Behaviour: "replayed_commit_is_stale", Spec: []int{8},

@@ -43,9 +43,8 @@ var (
 	}
 	wantTriggers = []string{
 		"docket_claim_schedule_guard", "docket_claim_schedule_partition_insert",
-		"docket_claim_schedule_run_delete", "docket_claim_schedule_run_insert",
-		"docket_claim_schedule_run_owner_guard", "docket_claim_schedule_run_truncate_guard",
-		"docket_claim_schedule_run_update",
+		"docket_claim_schedule_run_activity", "docket_claim_schedule_run_delete",
+		"docket_claim_schedule_run_insert", "docket_claim_schedule_run_truncate_guard",
 		"docket_claim_schedule_truncate_guard",
 	}
 	wantFunctions = []string{

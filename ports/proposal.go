@@ -68,6 +68,44 @@ func ValidateMoment(m *run.Moment) error {
 	return err
 }
 
+// FuseChain validates a commit's chain, Moment then each of Then, and
+// returns the one transition it writes: the last moment's run, checkpoint
+// type, metadata and disposition, with every moment's events in order.
+// Each moment of Then must be valid on its own, belong to the same run and
+// binding, advance checkpoint_seq by exactly one over the moment before
+// it, and follow a moment that continues under the claim. The fence stays
+// Moment's (CheckFence(stored, p.Moment)). Without Then it returns Moment.
+func FuseChain(p CommitParams) (*run.Moment, error) {
+	if len(p.Then) == 0 {
+		return p.Moment, nil
+	}
+	prev := p.Moment
+	events := slices.Clone(prev.Events)
+	for _, next := range p.Then {
+		if err := ValidateMoment(next); err != nil {
+			return nil, err
+		}
+		fail := func(reason string) error { return &InvalidCommitError{RunID: prev.Run.ID, Reason: reason} }
+		switch {
+		case next.Run.ID != prev.Run.ID:
+			return nil, fail("a fused moment proposes another run")
+		case next.Run.GraphID != prev.Run.GraphID || next.Run.GraphHash != prev.Run.GraphHash ||
+			!Micros(next.Run.StartedAt).Equal(Micros(prev.Run.StartedAt)):
+			return nil, fail("a fused moment changes the graph binding or started_at")
+		case next.ExpectedSeq() != prev.Run.CheckpointSeq:
+			return nil, fail(fmt.Sprintf("fused moments must advance checkpoint_seq by one each (%d then %d)",
+				prev.Run.CheckpointSeq, next.Run.CheckpointSeq))
+		case prev.Disposition.Kind != run.DispositionContinue:
+			return nil, fail("only a moment that continues under the claim can be followed by another")
+		}
+		events = append(events, next.Events...)
+		prev = next
+	}
+	fused := *prev
+	fused.Events = events
+	return &fused, nil
+}
+
 // NormalizeEvents validates events for run runID and returns them in seq
 // order with identical duplicates collapsed and timestamps normalized to
 // UTC µs. Each event needs RunID == runID, Seq >= 1, a timestamp, a known

@@ -143,6 +143,14 @@ type CommitParams struct {
 	Moment *run.Moment
 	// ClaimToken is the lease's token.
 	ClaimToken ClaimToken
+	// Then are moments that follow Moment at once, each proposed on the
+	// run of the one before it, committed atomically with Moment as one
+	// transition (FuseChain): the store ends at the last moment's run,
+	// schedule and checkpoint type, with every moment's events, under
+	// Moment's fence. A holder fuses the moments that run no node (the
+	// completion after a run's last step) so that they cost no commit of
+	// their own.
+	Then []*run.Moment
 }
 
 // RunInfo is the committed run plus its operational state. It never

@@ -19,7 +19,10 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err := ports.ValidateMoment(p.Moment); err != nil {
 		return nil, err
 	}
-	m := p.Moment
+	m, err := ports.FuseChain(p)
+	if err != nil {
+		return nil, err
+	}
 	sched, err := ports.ScheduleOf(m, true)
 	if err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	}
 	var announce bool
 	defer s.unlockThenAnnounce(row, &announce)
-	stored, announce, err := s.write(row, m, sched, events, &p.ClaimToken)
+	stored, announce, err := s.write(row, p.Moment, m, sched, events, &p.ClaimToken)
 	return stored, err
 }
 
@@ -91,19 +94,20 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 		return nil, err
 	}
 
-	stored, announce, err := s.write(row, m, sched, events, nil)
+	stored, announce, err := s.write(row, m, m, sched, events, nil)
 	return stored, err
 }
 
 // write commits a validated moment to a row whose lock the caller holds
 // (see checkWrite) and reports whether the schedule's wake is to be
 // announced; the caller announces it after unlocking the row (see
-// unlockThenAnnounce). token is the claim of a claimed commit, nil for a
-// mutation.
-func (s *Store) write(row *runRow, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (stored *run.Run, announce bool, err error) {
+// unlockThenAnnounce). fence is the first moment of a fused chain (m
+// itself otherwise), m the transition written. token is the claim of a
+// claimed commit, nil for a mutation.
+func (s *Store) write(row *runRow, fence, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (stored *run.Run, announce bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := checkWrite(row, m, events, token); err != nil {
+	if err := checkWrite(row, fence, events, token); err != nil {
 		return nil, false, err
 	}
 	now := s.now()

@@ -26,7 +26,7 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err := s.commits.submit("commit", c); err != nil {
 		return nil, err
 	}
-	return p.Moment.Run.Clone(), nil
+	return c.args.moment.Run.Clone(), nil
 }
 
 // prepareCommit validates and encodes a claimed commit for a batch.
@@ -38,7 +38,10 @@ func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams)
 	if err := ports.ValidateMoment(p.Moment); err != nil {
 		return nil, err
 	}
-	m := p.Moment
+	m, err := ports.FuseChain(p)
+	if err != nil {
+		return nil, err
+	}
 	sched, err := ports.ScheduleOf(m, true)
 	if err != nil {
 		return nil, err
@@ -55,14 +58,19 @@ func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams)
 	if err != nil {
 		return nil, err
 	}
+	row.fence = p.Moment
 	return newPending(ctx, m.Run.ID, row), nil
 }
 
 // commitRow is one claimed commit, validated and encoded: one element of
 // sqlCommitClaimed's arrays.
 type commitRow struct {
-	scope  ports.Scope
+	scope ports.Scope
+	// moment is the transition written (a fused chain's last moment with
+	// every moment's events); fence is the moment it is fenced on (the
+	// chain's first).
 	moment *run.Moment
+	fence  *run.Moment
 	token  tokenParam
 	sched  string
 	at     *time.Time
@@ -80,7 +88,7 @@ func newCommitRow(scope ports.Scope, m *run.Moment, sched ports.Schedule, token 
 	if err != nil {
 		return commitRow{}, err
 	}
-	return commitRow{scope: scope, moment: m, token: token, sched: scheduleKind(sched), at: optTime(sched.At),
+	return commitRow{scope: scope, moment: m, fence: m, token: token, sched: scheduleKind(sched), at: optTime(sched.At),
 		doc: doc, events: events, arrays: arrays}, nil
 }
 
@@ -164,7 +172,7 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 		runIDs[i] = r.ID
 		systems[i], keys[i] = scopeArgs(a.scope)
 		graphIDs[i], hashes[i], started[i] = r.GraphID, r.GraphHash, ports.Micros(r.StartedAt)
-		expected[i], tokens[i] = a.moment.ExpectedSeq(), a.token
+		expected[i], tokens[i] = a.fence.ExpectedSeq(), a.token
 		statuses[i], steps[i], states[i] = string(r.Status), a.doc.step, a.doc.state
 		seqs[i], eventSeqs[i], types[i] = r.CheckpointSeq, r.EventSeq, string(a.moment.CheckpointType)
 		updated[i], finished[i] = ports.Micros(r.UpdatedAt), optTime(r.FinishedAt)
@@ -193,7 +201,7 @@ func (s *Store) commitOutcome(c *pending[commitRow], written int64, err error) e
 	case err != nil:
 		return dbError("commit", err)
 	case written == missed:
-		return s.classifyMiss(c.ctx, c.args.scope, m)
+		return s.classifyMiss(c.ctx, c.args.scope, c.args.fence)
 	case written != int64(len(c.args.events)):
 		return fmt.Errorf("docket postgres: commit of run %q wrote %d of %d events", m.Run.ID, written, len(c.args.events))
 	}

@@ -127,13 +127,14 @@ func TestADriveReportsItsMomentsAndAttemptsAsNestedSpans(t *testing.T) {
 	assert.Equal(t, ports.ResultOK, vehicles[0].result)
 
 	moments := tel.named(ports.FactMoment)
-	require.Len(t, moments, 2, "one moment per commit")
-	for i, m := range moments {
+	require.Len(t, moments, 1, "one moment span per commit (the completion is fused with the step)")
+	for _, m := range moments {
 		assert.Equal(t, ports.FactVehicle, m.parent)
 		assert.Equal(t, f.runID, m.labels["run_id"])
 		assert.Equal(t, ports.ResultOK, m.result)
-		assert.Equal(t, []string{"2", "3"}[i], m.labels["checkpoint_seq"], "the checkpoint the moment proposes")
+		assert.Equal(t, "2", m.labels["checkpoint_seq"], "the first checkpoint the moment proposes")
 	}
+	require.Len(t, tel.named(ports.FactLifecycleCommitted), 2, "after-commit work runs once per checkpoint")
 	for _, c := range tel.named(ports.FactRunStoreCommit) {
 		assert.Equal(t, ports.FactMoment, c.parent)
 	}

@@ -74,7 +74,7 @@ func TestAStoreThatStopsAnsweringEndsTheDriveAndTheRunStillCompletes(t *testing.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, single("t.write"))
+			f := newFixture(t, twoSteps("t.write"))
 			v := f.vehicle(t, tt.store(f.store), func(c *vehicle.Config) { c.StoreTimeout = 200 * time.Millisecond })
 
 			done := make(chan vehicle.Outcome, 1)

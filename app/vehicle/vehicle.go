@@ -258,22 +258,51 @@ func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor
 		return nil, d.crash(fmt.Errorf("unknown step kind %d", step.Kind)), true
 	}
 
+	chain, err := d.fuse(g, m, floor)
+	if err != nil {
+		return nil, d.crash(err), true
+	}
+	last := chain[len(chain)-1]
 	fired := ""
-	if m.Disposition.Kind == run.DispositionContinue {
-		if fired = d.budgetFired(); fired != "" {
-			if m, err = run.Yield(m, run.ReasonDrainBudget); err != nil {
+	if last.Disposition.Kind == run.DispositionContinue {
+		if fired = d.budgetFired(len(chain)); fired != "" {
+			if last, err = run.Yield(last, run.ReasonDrainBudget); err != nil {
 				return nil, d.crash(fmt.Errorf("yield run %q: %w", r.ID, err)), true
 			}
+			chain[len(chain)-1] = last
 		}
 	}
-	stored, out, ok := d.commit(ctx, m)
+	stored, out, ok := d.commit(ctx, chain)
 	if !ok {
 		return nil, out, true
 	}
-	if m.Disposition.Kind != run.DispositionContinue {
-		return stored, Outcome{Kind: Parked, Park: m.Disposition.Kind, Committed: d.committed, Budget: fired}, true
+	if last.Disposition.Kind != run.DispositionContinue {
+		return stored, Outcome{Kind: Parked, Park: last.Disposition.Kind, Committed: d.committed, Budget: fired}, true
 	}
 	return stored, Outcome{}, false
+}
+
+// fuse extends a continue moment with the moments that follow it at once
+// without running a node (the completion after a run's last step, say),
+// so that one commit carries them all (ports.CommitParams.Then), within
+// the drain budget. Planning on the proposed run is planning on what the
+// commit will store.
+func (d *drive) fuse(g *graph.Compiled, m *run.Moment, floor time.Time) ([]*run.Moment, error) {
+	chain := []*run.Moment{m}
+	// A fired drain budget (moments, time, shutdown) stops the chain: its
+	// last continue becomes the yield, as without fusion.
+	for m.Disposition.Kind == run.DispositionContinue && d.budgetFired(len(chain)) == "" {
+		next, err := superstep.Advance(g, m.Run, d.env(floor))
+		if err != nil {
+			return nil, fmt.Errorf("plan run %q: %w", m.Run.ID, err)
+		}
+		if next.Kind != superstep.Commit {
+			break
+		}
+		m = next.Moment
+		chain = append(chain, m)
+	}
+	return chain, nil
 }
 
 // momentResult is a moment span's result: ok once its commit succeeded,
@@ -291,11 +320,12 @@ func momentResult(stored *run.Run, out Outcome) string {
 	return ports.ResultError
 }
 
-// commit writes m under the lease's fence and runs the after-commit work.
-func (d *drive) commit(ctx context.Context, m *run.Moment) (*run.Run, Outcome, bool) {
+// commit writes a chain of moments (one, or a fused chain) under the
+// lease's fence and runs the after-commit work of each.
+func (d *drive) commit(ctx context.Context, chain []*run.Moment) (*run.Run, Outcome, bool) {
 	cctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactRunStoreCommit)
 	sctx, cancel := d.storeCall(cctx)
-	stored, err := d.cfg.Runs.Commit(sctx, d.lease.Owner, ports.CommitParams{Moment: m, ClaimToken: d.lease.Token})
+	stored, err := d.cfg.Runs.Commit(sctx, d.lease.Owner, ports.CommitParams{Moment: chain[0], Then: chain[1:], ClaimToken: d.lease.Token})
 	cancel()
 	span.End(resultOf(err), nil)
 	// A timed-out commit is ambiguous: it is discarded and the claim
@@ -317,15 +347,18 @@ func (d *drive) commit(ctx context.Context, m *run.Moment) (*run.Run, Outcome, b
 	default:
 		return nil, d.discard(ctx, StageCommit, err), false
 	}
-	d.committed++
-	d.cfg.AfterCommit(ctx, d.lease.Owner, m)
+	for _, m := range chain {
+		d.committed++
+		d.cfg.AfterCommit(ctx, d.lease.Owner, m)
+	}
 	return stored, Outcome{}, true
 }
 
-// budgetFired reports which limit makes the next continue a yield.
-func (d *drive) budgetFired() string {
+// budgetFired reports which limit makes the next continue a yield, when
+// the next commit carries moments moments.
+func (d *drive) budgetFired(moments int) string {
 	b := d.cfg.Budget
-	count := b.MaxMoments > 0 && d.committed+1 >= b.MaxMoments
+	count := b.MaxMoments > 0 && d.committed+moments >= b.MaxMoments
 	elapsed := b.MaxElapsed > 0 && time.Since(d.started) >= b.MaxElapsed
 	switch {
 	case count && elapsed:

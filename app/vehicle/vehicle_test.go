@@ -92,6 +92,18 @@ func single(ref string, opts ...graph.RecordOption) *graph.Builder {
 		Edge("edge_finish", "n", graph.Finish)
 }
 
+// twoSteps is two nodes in a row: its first moment continues into a step
+// that runs a node, so it is never fused with what follows.
+func twoSteps(ref string) *graph.Builder {
+	return graph.New("g").
+		State("out", schema.String()).
+		Node("n", ref).
+		Node("m", ref).
+		Edge("edge_start", graph.Start, "n").
+		Edge("edge_next", "n", "m").
+		Edge("edge_finish", "m", graph.Finish)
+}
+
 func (f *fixture) claim(t *testing.T) ports.Lease {
 	t.Helper()
 	b, err := f.store.ClaimDue(context.Background(), claim.Request{Now: f.clock.Now(), Limit: 1, OrphanTTL: time.Minute, MaxClaimAttempts: 5})
@@ -160,7 +172,7 @@ func TestADriveCommitsUpToThePark(t *testing.T) {
 
 func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, single("t.write"))
+	f := newFixture(t, twoSteps("t.write"))
 	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Budget.MaxMoments = 1 })
 	out := v.Drive(context.Background(), f.claim(t))
 	assert.Equal(t, vehicle.Parked, out.Kind)
@@ -174,7 +186,7 @@ func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
 
 func TestAStoppingHostYieldsAtTheNextContinue(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, single("t.write"))
+	f := newFixture(t, twoSteps("t.write"))
 	stopping := make(chan struct{})
 	close(stopping)
 	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Stopping = stopping })
@@ -216,6 +228,26 @@ func TestASignalAfterAClaimWithItsDocumentLosesTheCommitFence(t *testing.T) {
 	stored, err := f.store.FetchRun(context.Background(), ports.Tenantless(), f.runID)
 	require.NoError(t, err)
 	assert.Equal(t, run.StatusCancelled, stored.Status, "the signal's commit stands")
+}
+
+// A moment that runs no node (the completion after the last step) rides
+// in the same commit as the step before it.
+func TestTheCompletionIsFusedWithTheLastStep(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	var committed []run.CheckpointType
+	out := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.AfterCommit = func(_ context.Context, _ ports.OwnerScope, m *run.Moment) {
+			committed = append(committed, m.CheckpointType)
+		}
+	}).Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionTerminal, out.Park)
+	assert.Equal(t, 2, out.Committed, "two checkpoints")
+	assert.Len(t, committed, 2, "after-commit work runs for each checkpoint of the chain")
+	info := f.info(t)
+	assert.Equal(t, run.StatusDone, info.Run.Status)
+	assert.Equal(t, int64(3), info.Run.CheckpointSeq)
 }
 
 func TestNothingDueIsDeferredToTheEarliestDeadline(t *testing.T) {

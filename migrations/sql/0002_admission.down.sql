@@ -3,9 +3,8 @@
 -- column and its CHECK, partitions and the policy gate.
 
 DROP TRIGGER docket_claim_schedule_run_truncate_guard ON {{.Schema}}.docket_runs;
-DROP TRIGGER docket_claim_schedule_run_owner_guard ON {{.Schema}}.docket_runs;
 DROP TRIGGER docket_claim_schedule_run_delete ON {{.Schema}}.docket_runs;
-DROP TRIGGER docket_claim_schedule_run_update ON {{.Schema}}.docket_runs;
+DROP TRIGGER docket_claim_schedule_run_activity ON {{.Schema}}.docket_runs;
 DROP TRIGGER docket_claim_schedule_run_insert ON {{.Schema}}.docket_runs;
 DROP FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 DROP TRIGGER docket_claim_schedule_partition_insert ON {{.Schema}}.docket_claim_partitions;

@@ -166,13 +166,15 @@ ON CONFLICT (scope_key) DO NOTHING;
 -- refuses what would make it unknowable: TRUNCATE, ownership changes,
 -- runs without a membership row, and underflow.
 --
--- The count triggers are statement-level with transition tables: one
--- statement that inserts, terminates or deletes many runs of a scope
--- (a batched commit, a prune pass) changes the scope's row once, after
--- the statement has taken all its run row locks. The schedule row is the
--- one row every writer of a scope shares, so it is touched last, once per
--- statement, in scope_key order: batches never deadlock on it and hold it
--- only from the end of their statement to their commit.
+-- Insertions and deletions are counted per statement (transition
+-- tables): a batch of started runs, or a prune pass, changes each scope's
+-- row once. Updates are counted per row, but the trigger's WHEN clause
+-- lets only a run that opens, closes or changes owner reach the function,
+-- so claims, refreshes, releases and mid-run commits never touch the
+-- schedule. Either way the trigger runs at the end of the statement, after
+-- the statement has taken all its run row locks: the schedule row, the one
+-- row every writer of a scope shares, is locked last and held only from
+-- there to commit, and scopes are visited in scope_key order.
 CREATE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -190,41 +192,28 @@ BEGIN
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
 
-    -- The row-level owner guard fires only when tenant_id changes (its
-    -- WHEN clause), so the statement-level count below can group by scope.
     IF TG_LEVEL = 'ROW' THEN
-        RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
-            USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-
-    -- Each branch reads only the transition tables its event has.
-    IF TG_OP = 'INSERT' THEN
+        -- An update whose owner or openness changed (the WHEN clause).
+        IF NEW.scope_key IS DISTINCT FROM OLD.scope_key THEN
+            RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        scopes := ARRAY[NEW.scope_key];
+        deltas := ARRAY[CASE WHEN NEW.status IN ('done', 'failed', 'cancelled') THEN -1 ELSE 1 END]::bigint[];
+    ELSIF TG_OP = 'INSERT' THEN
         SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
         INTO scopes, deltas
         FROM (SELECT n.scope_key, count(*) AS delta
               FROM new_runs AS n
               WHERE n.status NOT IN ('done', 'failed', 'cancelled')
               GROUP BY n.scope_key) AS c;
-    ELSIF TG_OP = 'DELETE' THEN
+    ELSE
         SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
         INTO scopes, deltas
         FROM (SELECT o.scope_key, -count(*) AS delta
               FROM old_runs AS o
               WHERE o.status NOT IN ('done', 'failed', 'cancelled')
               GROUP BY o.scope_key) AS c;
-    ELSE
-        SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
-        INTO scopes, deltas
-        FROM (SELECT d.scope_key, sum(d.delta)::bigint AS delta
-              FROM (SELECT n.scope_key, 1 AS delta
-                    FROM new_runs AS n
-                    WHERE n.status NOT IN ('done', 'failed', 'cancelled')
-                    UNION ALL
-                    SELECT o.scope_key, -1
-                    FROM old_runs AS o
-                    WHERE o.status NOT IN ('done', 'failed', 'cancelled')) AS d
-              GROUP BY d.scope_key
-              HAVING sum(d.delta) <> 0) AS c;
     END IF;
 
     FOR i IN 1 .. coalesce(array_length(scopes, 1), 0) LOOP
@@ -252,22 +241,17 @@ CREATE TRIGGER docket_claim_schedule_run_insert
     FOR EACH STATEMENT
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
-CREATE TRIGGER docket_claim_schedule_run_update
-    AFTER UPDATE ON {{.Schema}}.docket_runs
-    REFERENCING OLD TABLE AS old_runs NEW TABLE AS new_runs
-    FOR EACH STATEMENT
+CREATE TRIGGER docket_claim_schedule_run_activity
+    AFTER UPDATE OF status, tenant_id ON {{.Schema}}.docket_runs
+    FOR EACH ROW
+    WHEN (OLD.tenant_id IS DISTINCT FROM NEW.tenant_id
+          OR (OLD.status IN ('done', 'failed', 'cancelled')) IS DISTINCT FROM (NEW.status IN ('done', 'failed', 'cancelled')))
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
 CREATE TRIGGER docket_claim_schedule_run_delete
     AFTER DELETE ON {{.Schema}}.docket_runs
     REFERENCING OLD TABLE AS old_runs
     FOR EACH STATEMENT
-    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
-
-CREATE TRIGGER docket_claim_schedule_run_owner_guard
-    AFTER UPDATE OF tenant_id ON {{.Schema}}.docket_runs
-    FOR EACH ROW
-    WHEN (OLD.tenant_id IS DISTINCT FROM NEW.tenant_id)
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
 CREATE TRIGGER docket_claim_schedule_run_truncate_guard
