@@ -41,6 +41,9 @@ type Result struct {
 	// throughput scenario (jobs/s, commits/s); zero otherwise.
 	Throughput float64  `json:"throughput_per_s,omitempty"`
 	Samples    []Sample `json:"samples,omitempty"`
+	// Plan is the query plan of the scenario's key statement (EXPLAIN
+	// output), where the scenario records one; JSON only.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Comparison puts ours beside a peer for one scenario. Ratios are
@@ -208,6 +211,23 @@ func (r *Report) CompareLatencyP50(scenario, ours, peer string, maxRatio float64
 		c.Note = "not compared: a side has no numbers"
 	} else {
 		c.TimeRatio = o.Summary.P50Ns / p.Summary.P50Ns
+		c.Met = c.TimeRatio <= maxRatio
+	}
+	r.Comparisons = append(r.Comparisons, c)
+}
+
+// CompareLatencyGrowth compares one system's p50 latency in a large
+// scenario with its p50 in a small one (the same operation at two sizes):
+// met when large ÷ small is at most maxRatio.
+func (r *Report) CompareLatencyGrowth(name, system, small, large string, maxRatio float64) {
+	l, ok1 := r.Find(large, system)
+	s, ok2 := r.Find(small, system)
+	c := Comparison{Scenario: name, Ours: large, Peer: small,
+		Goal: fmt.Sprintf("%s p50 latency ≤ %.1f× at %s", system, maxRatio, small)}
+	if !ok1 || !ok2 || !hasNumbers(l) || !hasNumbers(s) || s.Summary.P50Ns == 0 {
+		c.Note = "not compared: a size has no numbers"
+	} else {
+		c.TimeRatio = l.Summary.P50Ns / s.Summary.P50Ns
 		c.Met = c.TimeRatio <= maxRatio
 	}
 	r.Comparisons = append(r.Comparisons, c)

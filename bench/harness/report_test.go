@@ -65,3 +65,26 @@ func TestThroughputAndLatencyComparisons(t *testing.T) {
 	require.NoError(t, rep.WriteMarkdown(&md))
 	assert.Contains(t, md.String(), "| drain/best | ours ÷ peer | 1.50 |")
 }
+
+func TestLatencyGrowthComparesOneSystemAtTwoSizes(t *testing.T) {
+	t.Parallel()
+	p50 := func(scenario string, ns float64, status harness.Status) harness.Result {
+		return harness.Result{Scenario: scenario, System: "ours", Status: status, Summary: harness.Summary{P50Ns: ns}}
+	}
+	rep := &harness.Report{Results: []harness.Result{
+		p50("claim/10k", 2e6, harness.StatusMeasured), p50("claim/1M", 2.6e6, harness.StatusMeasured),
+		p50("claim/100k", 4e6, harness.StatusMeasured), p50("claim/big", 1e6, harness.StatusFailed),
+	}}
+	rep.CompareLatencyGrowth("claim", "ours", "claim/10k", "claim/1M", 1.5)
+	rep.CompareLatencyGrowth("claim", "ours", "claim/10k", "claim/100k", 1.5)
+	rep.CompareLatencyGrowth("claim", "ours", "claim/10k", "claim/big", 1.5)
+
+	assert.True(t, rep.Comparisons[0].Met)
+	assert.InDelta(t, 1.3, rep.Comparisons[0].TimeRatio, 1e-9)
+	assert.Equal(t, "claim/1M", rep.Comparisons[0].Ours)
+	assert.Equal(t, "claim/10k", rep.Comparisons[0].Peer)
+	assert.False(t, rep.Comparisons[1].Met)
+	assert.InDelta(t, 2.0, rep.Comparisons[1].TimeRatio, 1e-9)
+	assert.False(t, rep.Comparisons[2].Met)
+	assert.Contains(t, rep.Comparisons[2].Note, "not compared", "a failed size's numbers never count")
+}

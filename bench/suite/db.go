@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/bench/dbbench"
@@ -18,11 +20,31 @@ const (
 	SystemDocket = "docket-durable"
 )
 
-// durableHooks are Docket durable scenarios of the issue that are not
-// wired yet; they are reported as not implemented, never with numbers.
-var durableHooks = []struct{ scenario, note string }{
-	{"db/claim-backlog", "hook: claim latency against 10k, 100k and 1M due runs (needs a bulk loader of valid run rows; StartRun is too slow for 1M)"},
+// ScenarioClaimBacklog is the claim-latency-against-a-backlog scenario;
+// each backlog size is reported as its own result (BacklogScenario).
+const ScenarioClaimBacklog = "db/claim-backlog"
+
+// BacklogScenario names the claim-backlog result of one backlog size.
+func BacklogScenario(n int) string { return ScenarioClaimBacklog + "/" + sizeLabel(n) }
+
+// sizeLabel writes 10000 as 10k and 1000000 as 1M.
+func sizeLabel(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }
+
+// Claim-backlog goal: p50 claim latency at the largest backlog at most
+// this many times the p50 at the smallest (O(batch), not O(backlog)).
+const (
+	backlogClaimBatch  = 32
+	backlogWarmup      = 5
+	backlogGrowthLimit = 1.5
+)
 
 // RunDB runs the database scenarios, each in its own fresh database. A
 // missing server skips them (reported as skipped, with the reason); a
@@ -34,11 +56,12 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		for _, s := range []struct{ scenario, system string }{
 			{"db/limit-probe", SystemLimit}, {"db/drain", SystemDocket}, {"db/drain", SystemRiver}, {"db/one-step", SystemDBOS},
 			{"db/chain10", SystemDocket}, {"db/chain10", SystemDBOS}, {"db/fanout8", SystemDocket},
-			{"db/latency", SystemDocket}, {"db/latency", SystemDBOS},
+			{"db/latency", SystemDocket}, {"db/latency", SystemDBOS}, {ScenarioClaimBacklog, SystemDocket},
 		} {
-			rep.Results = append(rep.Results, harness.Result{Scenario: s.scenario, System: s.system, Status: harness.StatusSkipped, Note: err.Error()})
+			if p.Runs(s.scenario) {
+				rep.Results = append(rep.Results, harness.Result{Scenario: s.scenario, System: s.system, Status: harness.StatusSkipped, Note: err.Error()})
+			}
 		}
-		addHooks(rep)
 		return nil
 	}
 	rep.Machine.Database = srv.Describe(ctx)
@@ -65,6 +88,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 
 	// The database's own ceiling for a moment-shaped commit.
 	for _, clients := range p.DB.Clients {
+		if !p.Runs(fmt.Sprintf("db/limit-probe/c%d", clients)) {
+			continue
+		}
 		var res dbbench.ProbeResult
 		err := fresh(fmt.Sprintf("probe_c%d", clients), func(db *dbbench.Database) (err error) {
 			res, err = dbbench.Probe(ctx, db, clients, p.DB.ProbeDuration)
@@ -81,6 +107,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	// Draining pre-inserted work: Docket one-step runs and River no-op
 	// jobs at each concurrency, alternating which goes first.
 	for i, c := range p.DB.Concurrency {
+		if !p.Runs(fmt.Sprintf("db/drain/c%d", c)) {
+			continue
+		}
 		docketFirst := i%2 == 0
 		for turn := range 2 {
 			if (turn == 0) == docketFirst {
@@ -107,11 +136,16 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		}
 		rep.CompareThroughput(fmt.Sprintf("db/drain/c%d", c), SystemDocket, SystemRiver, 1.0)
 	}
-	rep.CompareBest("db/drain/best", "db/drain/", SystemDocket, SystemRiver, 1.0)
+	if p.Runs("db/drain/") {
+		rep.CompareBest("db/drain/best", "db/drain/", SystemDocket, SystemRiver, 1.0)
+	}
 
 	// Chain and fan-out runs: step commits per second.
 	chainRuns := max(20, p.DB.Jobs/10)
 	for _, shape := range []string{dbbench.ShapeChain10, dbbench.ShapeFanOut8} {
+		if !p.Runs("db/" + shape) {
+			continue
+		}
 		res, gates, err := docketDrain(ctx, fresh, shape, chainRuns, p.DB.InFlight)
 		steps := 11 // ten supersteps and the completion
 		if shape == dbbench.ShapeFanOut8 {
@@ -128,6 +162,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	// Start→done latency of one one-step run at a time.
 	latencyRuns := max(50, p.DB.Workflows/10)
 	for _, pollOnly := range []bool{false, true} {
+		if !p.Runs("db/latency") {
+			break
+		}
 		system, name := SystemDocket+"-notify", "listen"
 		if pollOnly {
 			system, name = SystemDocket+"-poll", "poll"
@@ -169,6 +206,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		{"db/chain10", 10, p.DB.InFlight, p.DB.Workflows / 4},
 		{"db/latency", 1, 1, max(50, p.DB.Workflows/10)},
 	} {
+		if !p.Runs(w.scenario) {
+			continue
+		}
 		var res dbbench.WorkflowResult
 		err := fresh("dbos_"+w.scenario[3:], func(db *dbbench.Database) (err error) {
 			res, err = dbbench.DBOSWorkflows(ctx, db, w.count, w.steps, w.inFlight, 5*time.Minute)
@@ -190,13 +230,162 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 			logf("dbos %s: %.0f workflows/s, p50 %s", w.scenario, res.PerSecond(), time.Duration(r.Summary.P50Ns))
 		}
 	}
-	rep.CompareThroughput("db/chain10", SystemDocket, SystemDBOS, 2.0)
-	rep.CompareLatencyP50("db/latency", SystemDocket+"-notify", SystemDBOS, 2.0)
-	for _, c := range p.DB.Clients {
-		rep.CompareMoments(fmt.Sprintf("db/drain/c%d", c), SystemDocket, fmt.Sprintf("db/limit-probe/c%d", c), SystemLimit, 2, 0.8)
+	if p.Runs("db/chain10") {
+		rep.CompareThroughput("db/chain10", SystemDocket, SystemDBOS, 2.0)
 	}
-	addHooks(rep)
+	if p.Runs("db/latency") {
+		rep.CompareLatencyP50("db/latency", SystemDocket+"-notify", SystemDBOS, 2.0)
+	}
+	for _, c := range p.DB.Clients {
+		drain, probe := fmt.Sprintf("db/drain/c%d", c), fmt.Sprintf("db/limit-probe/c%d", c)
+		if p.Runs(drain) && p.Runs(probe) {
+			rep.CompareMoments(drain, SystemDocket, probe, SystemLimit, 2, 0.8)
+		}
+	}
+
+	// Claim latency against a backlog of immediately-due runs: every size
+	// in its own fresh database, the largest compared with the smallest.
+	if p.Runs(ScenarioClaimBacklog) && len(p.DB.Backlogs) > 0 {
+		largest := slices.Max(p.DB.Backlogs)
+		for _, b := range claimBacklogs(ctx, srv, p.DB.Backlogs, p.DB.BacklogClaims, logf) {
+			var elapsed time.Duration
+			for _, l := range b.latencies {
+				elapsed += l
+			}
+			r := throughputResult(BacklogScenario(b.n), SystemDocket, len(b.latencies), elapsed, b.latencies)
+			r.Throughput = 0 // a latency scenario: percentiles are the figure
+			r.Plan = b.plan
+			r.Note = fmt.Sprintf("%d immediately-due one-step runs (copied in %s, vacuumed in %s); %d ClaimDue of %d, each batch released again, sizes interleaved",
+				b.n, b.load.Copy.Round(100*time.Millisecond), b.load.Vacuum.Round(100*time.Millisecond), len(b.latencies), backlogClaimBatch)
+			record(r, b.err)
+			if b.err == nil {
+				logf("docket claim-backlog %s: ClaimDue(%d) p50 %s p95 %s p99 %s", sizeLabel(b.n), backlogClaimBatch,
+					time.Duration(r.Summary.P50Ns), time.Duration(r.Summary.P95Ns), time.Duration(r.Summary.P99Ns))
+				if b.n == largest {
+					logf("claim statement plan at %s (the full EXPLAIN ANALYZE is in the JSON report):\n%s", sizeLabel(b.n), planDigest(b.plan))
+				}
+			}
+		}
+		rep.CompareLatencyGrowth(ScenarioClaimBacklog, SystemDocket,
+			BacklogScenario(slices.Min(p.DB.Backlogs)), BacklogScenario(largest), backlogGrowthLimit)
+	}
 	return errors.Join(errs...)
+}
+
+// backlog is one size of the claim-backlog scenario.
+type backlog struct {
+	n         int
+	db        *dbbench.Database
+	claimer   *dbbench.Claimer
+	load      dbbench.BacklogLoad
+	latencies []time.Duration
+	plan      string
+	err       error
+}
+
+// backlogRounds is how many rounds the timed claims of all sizes are
+// spread over, each size taking its share in turn (the first size
+// rotating), so a machine that slows down or speeds up affects every size
+// alike.
+const backlogRounds = 10
+
+// claimBacklogs loads every size into its own fresh database first, then
+// times claims round by round across the sizes, records each size's
+// claim plan, and drops the databases.
+func claimBacklogs(ctx context.Context, srv *dbbench.Server, sizes []int, claims int, logf Logf) []*backlog {
+	all := make([]*backlog, len(sizes))
+	defer func() {
+		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, b := range all {
+			if b.claimer != nil {
+				b.claimer.Close()
+			}
+			if b.db != nil {
+				_ = b.db.Drop(dropCtx)
+			}
+		}
+	}()
+	for i, n := range sizes {
+		b := &backlog{n: n}
+		all[i] = b
+		if b.err = b.open(ctx, srv); b.err == nil {
+			logf("docket claim-backlog %s: copied in %s, vacuumed in %s", sizeLabel(n),
+				b.load.Copy.Round(time.Millisecond), b.load.Vacuum.Round(time.Millisecond))
+		}
+	}
+	rounds := max(1, min(claims, backlogRounds))
+	for r := range rounds {
+		share := claims / rounds
+		if r < claims%rounds {
+			share++
+		}
+		for i := range all {
+			b := all[(i+r)%len(all)]
+			for range share {
+				if b.err != nil {
+					break
+				}
+				elapsed, leases, err := b.claimer.Claim(ctx)
+				if err == nil && leases != backlogClaimBatch {
+					err = fmt.Errorf("a claim leased %d of %d runs", leases, backlogClaimBatch)
+				}
+				if err != nil {
+					b.err = err
+					break
+				}
+				b.latencies = append(b.latencies, elapsed)
+			}
+		}
+	}
+	for _, b := range all {
+		if b.err == nil {
+			b.plan, b.err = b.claimer.Explain(ctx)
+		}
+	}
+	return all
+}
+
+// open creates the size's database, loads the backlog (the engine is
+// closed afterwards: only the claimer stays) and warms the claimer up.
+func (b *backlog) open(ctx context.Context, srv *dbbench.Server) error {
+	var err error
+	if b.db, err = srv.Fresh(ctx, "docket_backlog_"+sizeLabel(b.n)); err != nil {
+		return err
+	}
+	d, err := dbbench.OpenDocket(ctx, b.db, dbbench.DocketOptions{Shape: dbbench.ShapeOneStep, Concurrency: 1, PollOnly: true})
+	if err != nil {
+		return err
+	}
+	b.load, err = d.LoadBacklog(ctx, b.n)
+	d.Close(context.Background())
+	if err != nil {
+		return fmt.Errorf("load backlog: %w", err)
+	}
+	if b.claimer, err = dbbench.NewClaimer(ctx, b.db, backlogClaimBatch); err != nil {
+		return err
+	}
+	for range backlogWarmup {
+		if _, _, err := b.claimer.Claim(ctx); err != nil {
+			return fmt.Errorf("warm-up claim: %w", err)
+		}
+	}
+	return nil
+}
+
+// planDigest keeps the lines of an EXPLAIN output a reader scans first:
+// the plan headings, every table access and the timings.
+func planDigest(plan string) string {
+	var keep []string
+	for _, line := range strings.Split(plan, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "--") || strings.Contains(t, "Scan using") || strings.Contains(t, "Seq Scan") ||
+			strings.Contains(t, "Bitmap") || strings.HasPrefix(t, "Execution Time") || strings.HasPrefix(t, "CTE ") ||
+			strings.HasPrefix(t, "->  Hash Join") || strings.HasPrefix(t, "->  Nested Loop") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // drainLimit bounds one drain; a drain that needs longer fails with its
@@ -229,12 +418,6 @@ func docketDrain(ctx context.Context, fresh func(string, func(*dbbench.Database)
 		return nil
 	})
 	return res, gates, err
-}
-
-func addHooks(rep *harness.Report) {
-	for _, h := range durableHooks {
-		rep.Results = append(rep.Results, harness.Result{Scenario: h.scenario, System: SystemDocket, Status: harness.StatusNotImplemented, Note: h.note})
-	}
 }
 
 // throughputResult summarizes a throughput run: ops over elapsed, with the

@@ -9,6 +9,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/bench/harness"
@@ -26,6 +27,15 @@ type Profile struct {
 	MinOps int
 	// DB sizes the database scenarios.
 	DB DBProfile
+	// Only, when set, runs just the scenarios whose name contains it
+	// (docketbench --only); comparisons involving a skipped scenario are
+	// left out.
+	Only string
+}
+
+// Runs reports whether the profile runs the named scenario.
+func (p Profile) Runs(scenario string) bool {
+	return p.Only == "" || strings.Contains(scenario, p.Only)
 }
 
 // DBProfile sizes the database scenarios.
@@ -42,19 +52,27 @@ type DBProfile struct {
 	// many run at once.
 	Workflows int
 	InFlight  int
+	// Backlogs are the sizes (ascending) of the claim-backlog scenario's
+	// due-run backlogs; its goal compares the largest with the smallest.
+	// BacklogClaims is the number of timed claims at each size.
+	Backlogs      []int
+	BacklogClaims int
 }
 
 // Profiles are the named profiles of the command.
 var Profiles = map[string]Profile{
 	// smoke: every scenario once, small, well under five minutes.
 	"smoke": {Name: "smoke", Repeats: 3, RepeatDuration: 300 * time.Millisecond, MinOps: 20,
-		DB: DBProfile{ProbeDuration: 2 * time.Second, Clients: []int{1, 8, 32}, Jobs: 2000, Concurrency: []int{8, 32, 64}, Workflows: 200, InFlight: 32}},
+		DB: DBProfile{ProbeDuration: 2 * time.Second, Clients: []int{1, 8, 32}, Jobs: 2000, Concurrency: []int{8, 32, 64}, Workflows: 200, InFlight: 32,
+			Backlogs: []int{10_000, 100_000}, BacklogClaims: 100}},
 	// local: the figures recorded in docs/benchmarks.md.
 	"local": {Name: "local", Repeats: 6, RepeatDuration: time.Second, MinOps: 50,
-		DB: DBProfile{ProbeDuration: 10 * time.Second, Clients: []int{1, 8, 32}, Jobs: 20000, Concurrency: []int{8, 32, 64}, Workflows: 2000, InFlight: 32}},
+		DB: DBProfile{ProbeDuration: 10 * time.Second, Clients: []int{1, 8, 32}, Jobs: 20000, Concurrency: []int{8, 32, 64}, Workflows: 2000, InFlight: 32,
+			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200}},
 	// scale: longer and larger, for a quiet machine.
 	"scale": {Name: "scale", Repeats: 10, RepeatDuration: 2 * time.Second, MinOps: 100,
-		DB: DBProfile{ProbeDuration: 30 * time.Second, Clients: []int{1, 8, 32, 64}, Jobs: 100000, Concurrency: []int{8, 32, 64}, Workflows: 10000, InFlight: 32}},
+		DB: DBProfile{ProbeDuration: 30 * time.Second, Clients: []int{1, 8, 32, 64}, Jobs: 100000, Concurrency: []int{8, 32, 64}, Workflows: 10000, InFlight: 32,
+			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200}},
 }
 
 // Logf receives progress lines.
@@ -80,6 +98,9 @@ func RunInline(ctx context.Context, p Profile, rep *harness.Report, logf Logf) e
 	}
 	for r := range p.Repeats {
 		for _, s := range inlinebench.Shapes {
+			if !p.Runs(InlineScenario(s)) {
+				continue
+			}
 			group := byShape[s]
 			for i := range group {
 				// Rotate the starting case every repeat.
@@ -94,6 +115,9 @@ func RunInline(ctx context.Context, p Profile, rep *harness.Report, logf Logf) e
 		}
 	}
 	for _, s := range inlinebench.Shapes {
+		if !p.Runs(InlineScenario(s)) {
+			continue
+		}
 		for _, a := range byShape[s] {
 			sum, err := harness.Summarize(a.samples, a.lat)
 			if err != nil {

@@ -2,7 +2,10 @@
 // (Eino for the inline shapes; the database's own limit, River and DBOS for
 // the durable ones), prints a Markdown table and writes a JSON report.
 //
-//	docketbench --profile smoke|local|scale [--json bench-results.json] [--inline-only]
+//	docketbench --profile smoke|local|scale [--json bench-results.json] [--inline-only] [--only SUBSTRING]
+//
+// --only runs just the scenarios whose name contains SUBSTRING (for
+// example --only db/claim-backlog).
 //
 // Database scenarios use DOCKET_BENCH_DATABASE_URL (a server URL whose role
 // may CREATE DATABASE); each scenario gets its own fresh database.
@@ -35,6 +38,7 @@ func run() error {
 	jsonPath := flag.String("json", "bench-results.json", "where to write the JSON report ('' for none)")
 	inlineOnly := flag.Bool("inline-only", false, "run only the inline (no database) scenarios")
 	quiet := flag.Bool("quiet", false, "no progress lines on stderr")
+	only := flag.String("only", "", "run only the scenarios whose name contains this substring")
 	flag.Parse()
 
 	p, ok := suite.Profiles[*profileName]
@@ -46,6 +50,7 @@ func run() error {
 		slices.Sort(names)
 		return fmt.Errorf("unknown profile %q (want one of %s)", *profileName, strings.Join(names, ", "))
 	}
+	p.Only = *only
 	logf := func(format string, args ...any) {
 		if !*quiet {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
