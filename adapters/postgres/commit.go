@@ -14,7 +14,7 @@ import (
 // Commit writes a moment under the claim fence (see ports.RunStore and
 // sqlCommitClaimed): fence, run update, schedule, event append with the
 // idempotency tripwire and the wake announcement, in one statement that
-// concurrent commits of other runs may share (commitBatcher). A miss costs
+// concurrent commits of other runs may share (batcher). A miss costs
 // one more scoped read to say why.
 func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (_ *run.Run, err error) {
 	end := s.observe(ctx, "transition_commit")
@@ -23,7 +23,11 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err != nil {
 		return nil, err
 	}
-	if err := s.commits.submit("commit", c); err != nil {
+	lane := s.commits
+	if c.args.moment.Run.Status.Terminal() {
+		lane = s.closings
+	}
+	if err := lane.submit("commit", c); err != nil {
 		return nil, err
 	}
 	return c.args.moment.Run.Clone(), nil
@@ -100,15 +104,17 @@ func scheduleKind(sched ports.Schedule) string {
 	return string(sched.Kind)
 }
 
-// flushCommits commits one batch and delivers each commit's outcome. When
-// the shared statement fails (one moment's event conflict rolls back all
-// of it), every commit is retried alone, so an outcome, and an error,
-// always belongs to its own run.
+// flushCommits commits one batch and delivers each commit's outcome. The
+// fast path inserts events plainly. When the shared statement fails, a
+// stored event at a proposed seq (a replay, or a conflict) or anything
+// else, every commit is retried alone with the replayable statement, so
+// an identical replay still succeeds and an outcome, and an error, always
+// belongs to its own run.
 func (s *Store) flushCommits(ctx context.Context, batch []*pending[commitRow]) {
-	written, err := s.commitClaimed(ctx, batch)
-	if err != nil && len(batch) > 1 {
+	written, err := s.commitClaimed(ctx, s.stmt.commitClaimed, batch)
+	if err != nil && (len(batch) > 1 || isViolation(err, codeUniqueViolation, constraintEventUnique)) {
 		for _, c := range batch {
-			written, err := s.commitClaimed(c.ctx, []*pending[commitRow]{c})
+			written, err := s.commitClaimed(c.ctx, s.stmt.commitReplayable, []*pending[commitRow]{c})
 			c.result <- s.commitOutcome(c, written[0], err)
 		}
 		return
@@ -123,8 +129,8 @@ const missed = -1
 
 // commitClaimed runs sqlCommitClaimed over a batch and returns how many
 // events each commit wrote (missed for a lost fence).
-func (s *Store) commitClaimed(ctx context.Context, batch []*pending[commitRow]) ([]int64, error) {
-	return writtenPerOrd(s.pool.Query(ctx, s.stmt.commitClaimed, s.claimedArgs(batch)...))(len(batch))
+func (s *Store) commitClaimed(ctx context.Context, sql string, batch []*pending[commitRow]) ([]int64, error) {
+	return writtenPerOrd(s.pool.Query(ctx, sql, s.claimedArgs(batch)...))(len(batch))
 }
 
 // writtenPerOrd reads the (ord, written, side_effects) rows of a batched

@@ -34,6 +34,7 @@ type statements struct {
 	claimDue         string
 	claimDueWindowed string
 	commitClaimed    string
+	commitReplayable string
 	commitUnclaimed  string
 	ensurePartition  string
 	insertRuns       string
@@ -69,10 +70,11 @@ func renderStatements(schema string) statements {
 	return statements{
 		claimDue:         r(sqlClaimDueLegacy),
 		claimDueWindowed: r(sqlClaimDueWindowed),
-		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed), commitClaimedFirstEventParam),
-		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed), commitUnclaimedFirstEventParam),
+		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed+freshEventCTEs), commitClaimedFirstEventParam),
+		commitReplayable: bindEventCTEs(r(sqlCommitClaimed+eventCTEs), commitClaimedFirstEventParam),
+		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed+eventCTEs), commitUnclaimedFirstEventParam),
 		ensurePartition:  r(sqlEnsurePartition),
-		insertRuns:       bindEventCTEs(r(sqlInsertRuns), insertRunsFirstEventParam),
+		insertRuns:       bindEventCTEs(r(sqlInsertRuns+freshEventCTEs), insertRunsFirstEventParam),
 		fetchRun:         r(sqlFetchRun),
 		lockRun:          r(sqlLockRun),
 		classifyMiss:     r(sqlClassifyMiss),
@@ -449,6 +451,38 @@ const (
 	gateLocked         = -1
 )
 
+// freshEventCTEs is eventCTEs for events that cannot exist yet (a new
+// run's) or that the caller expects not to (a claimed commit's fast path):
+// plain inserts, no idempotency. A stored row at a proposed (run_id, seq)
+// raises unique_violation on docket_events_run_id_seq_index and rolls the
+// statement back; a claimed commit then retries with eventCTEs, which
+// tells an identical replay from a conflict. Same parameters and result.
+const freshEventCTEs = `,
+incoming AS MATERIALIZED (
+    SELECT *
+    FROM unnest(@evord::integer[], @ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[],
+                @ev5::text[], @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
+         AS e(ord, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
+),
+written AS (
+    INSERT INTO {schema}.docket_events
+        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
+           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
+    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+    RETURNING run_id, seq
+),
+wake AS (
+    SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
+    FROM moved AS m
+    WHERE m.sched = 'immediate'
+       OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
+)
+SELECT m.ord,
+       (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
+       (SELECT count(*) FROM wake) AS side_effects
+FROM moved AS m`
+
 // eventCTEs appends the moments' events after the CTE "moved" (one row per
 // run that was written, with its moment's ord, sched and at; none for a
 // missed fence) and announces the wake. Shared by both commit statements;
@@ -550,7 +584,8 @@ FROM moved AS m`
 // $6 graph_hash, $7 started_at, $8 expected seq, $9 token, $10 status,
 // $11 step, $12 state, $13 checkpoint_seq, $14 event_seq, $15 checkpoint
 // type, $16 updated_at, $17 finished_at, $18 schedule kind, $19 at-wake;
-// then eventCTEs from $20.
+// then the event CTEs from $20: freshEventCTEs on the fast path,
+// eventCTEs (replayable) when that path met a stored event.
 const sqlCommitClaimed = `
 WITH proposed AS MATERIALIZED (
     SELECT *
@@ -590,7 +625,7 @@ moved AS (
       AND (r.graph_id, r.graph_hash, r.started_at, r.checkpoint_seq, r.claim_token)
           IS NOT DISTINCT FROM (p.graph_id, p.graph_hash, p.started_at, p.expected_seq, p.token)
     RETURNING p.ord, r.run_id, p.sched, p.at
-)` + eventCTEs
+)`
 
 // sqlCommitUnclaimed is the serialized (signal) commit. It runs inside
 // MutateRun's transaction after the row was locked and the mutation
@@ -627,7 +662,7 @@ WITH moved AS (
                                       WHEN 'at' THEN $12::timestamptz END
     WHERE r.id = $1::bigint AND r.checkpoint_seq = $2::bigint
     RETURNING 0 AS ord, r.run_id, $11::text AS sched, $12::timestamptz AS at
-)` + eventCTEs
+)`
 
 // sqlEnsurePartition makes sure the owner's claim partition exists before
 // its run is inserted (the schedule trigger requires the membership row).
@@ -660,7 +695,7 @@ ON CONFLICT (scope_key) DO NOTHING`
 // Arrays: $1 ord, $2 run_id, $3 tenant_id, $4 graph_id, $5 graph_hash,
 // $6 status, $7 step, $8 state, $9 checkpoint_seq, $10 event_seq,
 // $11 checkpoint type, $12 wake_at, $13 started_at, $14 updated_at,
-// $15 finished_at; then eventCTEs from $16.
+// $15 finished_at; then freshEventCTEs from $16.
 const sqlInsertRuns = `
 WITH proposed AS MATERIALIZED (
     SELECT *
@@ -684,7 +719,7 @@ inserted AS (
 moved AS (
     SELECT p.ord, i.run_id, 'at'::text AS sched, p.wake_at AS at
     FROM inserted AS i JOIN proposed AS p ON p.run_id = i.run_id
-)` + eventCTEs
+)`
 
 // runColumns is what FetchRun, InspectRun and the locks read of a run.
 const runColumns = `r.id, r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type,

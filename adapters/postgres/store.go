@@ -72,9 +72,11 @@ type Config struct {
 	// earlier ones are in flight, so a lone write never waits for company;
 	// each commit keeps its own fence.
 	MaxCommitBatch int
-	// MaxCommitFlushes caps the batched statements in flight at once, per
-	// kind (claimed commits, insertions), each on its own pooled
-	// connection (default 4).
+	// MaxCommitFlushes caps the claimed-commit statements in flight at
+	// once, each on its own pooled connection (default 4). Commits that
+	// finish a run, and run insertions, all change their scope's schedule
+	// row, so they flow through one statement at a time per kind and
+	// batch up instead.
 	MaxCommitFlushes int
 	// Telemetry receives operation spans with bounded labels (default
 	// ports.NopTelemetry). Claim tokens, identities, payloads and state
@@ -100,7 +102,12 @@ type Store struct {
 	notifier  ports.Notifier
 	telemetry ports.Telemetry
 	commits   *batcher[commitRow]
-	inserts   *batcher[insertRow]
+	// closings carries the claimed commits that finish a run. They all
+	// change their scope's schedule row, which serializes them whatever
+	// the number of statements in flight, so they flow through one
+	// statement at a time and queue into larger batches instead.
+	closings *batcher[commitRow]
+	inserts  *batcher[insertRow]
 	// partitions are the owners whose claim partition this store has
 	// seen exist (partitions are never removed by Docket).
 	partitions sync.Map
@@ -157,7 +164,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
 		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
 	}
-	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes}
+	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: 1}
+	// Insertions of non-terminal runs change the schedule row too.
+	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: 1}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	s := &Store{
 		pool:      cfg.Pool,
@@ -171,9 +180,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		notifier:  cfg.Notifier,
 		telemetry: cfg.Telemetry,
 		commits:   commits,
+		closings:  closings,
 		inserts:   inserts,
 	}
 	commits.flush = s.flushCommits
+	closings.flush = s.flushCommits
 	inserts.flush = s.flushInserts
 	return s, nil
 }

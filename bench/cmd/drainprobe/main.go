@@ -20,6 +20,7 @@ func main() {
 	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain")
 	keep := flag.Bool("keep", false, "keep the database")
+	stacks := flag.String("goroutines", "", "write a goroutine profile one second into the drain")
 	flag.Parse()
 	ctx := context.Background()
 	srv, err := dbbench.Open(ctx)
@@ -46,6 +47,13 @@ func main() {
 		f, _ := os.Create(*cpu)
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *stacks != "" {
+		time.AfterFunc(3*time.Second, func() {
+			f, _ := os.Create(*stacks)
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		})
 	}
 	res, err := d.Drain(ctx, *runs, 5*time.Minute)
 	fmt.Printf("drained %d runs in %s: %.0f runs/s, %.0f step commits/s (err %v)\n", res.Jobs, res.Elapsed.Round(time.Millisecond),
