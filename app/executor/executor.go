@@ -179,37 +179,51 @@ func (e *Executor) start(parent context.Context, runID string, acts []superstep.
 		act := &acts[i]
 		a := &b.attempts[i]
 		a.group = b.groupFor(now, e.Deadline(act.Policy.TimeoutMS))
-		n, found := e.Nodes.Lookup(act.Implementation)
-		if !found {
-			f := failure(fmt.Sprintf("unknown implementation %q", act.Implementation), false)
-			a.report = report{failed: &f}
+		n, in, failed := e.prepare(runID, act, false)
+		if failed != nil {
+			a.report = report{failed: failed}
 			b.done <- i
 			continue
 		}
-		task := node.Task{
-			RunID:          runID,
-			NodeID:         act.NodeID,
-			TaskID:         act.TaskID,
-			Step:           act.Step,
-			Attempt:        act.Attempt,
-			IdempotencyKey: act.IdempotencyKey,
-			SourceVersions: maps.Clone(act.SourceVersions),
-		}
-		if task.SourceVersions == nil {
-			task.SourceVersions = map[string]int64{}
-		}
-		in := node.Input{
-			// Each attempt gets its own copies: a node that writes to its input
-			// despite the contract cannot race its siblings or change the
-			// snapshot a retry will see.
-			State:  cloneMap(act.Snapshot),
-			Config: cloneMap(act.Config),
-			Task:   task,
-		}
-		a.ctx = newAttemptContext(parent, b.groups[a.group].at, task)
+		a.ctx = newAttemptContext(parent, b.groups[a.group].at, in.Task)
 		go b.run(a.ctx, n, in, i)
 	}
 	return b
+}
+
+// prepare resolves act's node and builds its input, or returns the failure
+// of an unknown implementation. owned hands an owned activation's view to
+// the node without the top-level copies (Execute never does: its attempts
+// run beside each other and the caller may keep the activations).
+func (e *Executor) prepare(runID string, act *superstep.Activation, owned bool) (node.Node, node.Input, *superstep.Result) {
+	n, found := e.Nodes.Lookup(act.Implementation)
+	if !found {
+		f := failure(fmt.Sprintf("unknown implementation %q", act.Implementation), false)
+		return nil, node.Input{}, &f
+	}
+	task := node.Task{
+		RunID:          runID,
+		NodeID:         act.NodeID,
+		TaskID:         act.TaskID,
+		Step:           act.Step,
+		Attempt:        act.Attempt,
+		IdempotencyKey: act.IdempotencyKey,
+		SourceVersions: act.SourceVersions,
+	}
+	// Each attempt gets its own copies: a node that writes to its input
+	// despite the contract cannot race its siblings or change the snapshot
+	// a retry will see.
+	state := act.Snapshot
+	if owned && state != nil && task.SourceVersions != nil {
+		state = cloneNested(state)
+	} else {
+		state = cloneMap(state)
+		task.SourceVersions = maps.Clone(task.SourceVersions)
+	}
+	if task.SourceVersions == nil {
+		task.SourceVersions = map[string]int64{}
+	}
+	return n, node.Input{State: state, Config: cloneMap(act.Config), Task: task}, nil
 }
 
 // groupFor returns the index of the deadline group for after, creating it
@@ -402,6 +416,18 @@ func classify(out node.Output, err error) superstep.Result {
 
 func failure(reason string, retryable bool) superstep.Result {
 	return superstep.Result{Outcome: superstep.OutcomeFailure, Reason: reason, Retryable: retryable}
+}
+
+// cloneNested is m itself when it holds no containers, else a deep copy:
+// the values of an owned view still belong to the run.
+func cloneNested(m map[string]any) map[string]any {
+	for _, v := range m {
+		switch v.(type) {
+		case []any, map[string]any:
+			return value.Clone(m).(map[string]any)
+		}
+	}
+	return m
 }
 
 // cloneMap deep-copies a portable map; one without containers inside (the

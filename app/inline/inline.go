@@ -95,14 +95,8 @@ func StepInline[G Graph](ctx context.Context, r *run.Run, g G, opts ...Option) (
 	case r.Status.Terminal():
 		return r, nil, nil
 	}
-	var floor time.Time
-	for {
-		next, outcome, nextFloor, err := d.tick(ctx, r, floor)
-		if err != nil || outcome != waited {
-			return next, d.checkpoints, err
-		}
-		r, floor = next, nextFloor
-	}
+	next, err := d.watch(ctx, r, true)
+	return next, d.checkpoints, err
 }
 
 // ResumeInline continues a saved run: it commits a saved init (a
@@ -166,6 +160,9 @@ type driver struct {
 	exec           executor.Executor
 	checkpoints    []run.Checkpoint
 	newInterruptID func() string // built once: every transition's Env carries it
+	// watchEvery is how long the watchdog may sleep without looking at a
+	// running attempt: no attempt of the graph has a shorter deadline.
+	watchEvery time.Duration
 }
 
 func newDriver[G Graph](g G, opts []Option) (*driver, error) {
@@ -186,6 +183,7 @@ func newDriver[G Graph](g G, opts []Option) (*driver, error) {
 		exec: executor.Executor{Nodes: cfg.registry, MaxAttemptElapsed: cfg.maxAttemptElapsed},
 	}
 	d.newInterruptID = func() string { return d.cfg.newID("interrupt_") }
+	d.watchEvery = d.exec.Deadline(superstep.ShortestTimeoutMS(compiled))
 	return d, nil
 }
 
@@ -259,32 +257,13 @@ const (
 )
 
 // drive advances r until it stops, an error occurs, or max steps is reached.
-// floor is the last deadline the sleeper served: the next plan treats it as
-// reached even when the (possibly frozen) clock says otherwise.
 func (d *driver) drive(ctx context.Context, r *run.Run) (*run.Run, error) {
-	steps := 0
-	var floor time.Time
-	for !r.Status.Terminal() && (!d.cfg.limitSteps || steps < d.cfg.maxSteps) {
-		next, outcome, nextFloor, err := d.tick(ctx, r, floor)
-		r = next
-		if err != nil {
-			return r, err
-		}
-		switch outcome {
-		case advanced:
-			steps++
-			floor = time.Time{}
-		case parkedAt, waited:
-			floor = nextFloor
-		case stopped:
-			return r, nil
-		}
-	}
-	return r, nil
+	return d.watch(ctx, r, false)
 }
 
 // tick plans, executes and commits at most one moment.
-func (d *driver) tick(ctx context.Context, r *run.Run, floor time.Time) (*run.Run, tickOutcome, time.Time, error) {
+func (v *drive) tick(attempt **executor.Direct) (*run.Run, tickOutcome, time.Time, error) {
+	d, ctx, r, floor := v.d, v.ctx, v.r, v.floor
 	if err := ctx.Err(); err != nil {
 		return r, stopped, floor, err
 	}
@@ -292,20 +271,15 @@ func (d *driver) tick(ctx context.Context, r *run.Run, floor time.Time) (*run.Ru
 	if err != nil {
 		return r, stopped, floor, err
 	}
-	var m *run.Moment
 	switch step.Kind {
 	case superstep.Execute:
-		results, err := d.exec.Execute(ctx, r.ID, step.Activations)
+		results, err := v.execute(step, attempt)
 		if err != nil {
-			return r, stopped, floor, fmt.Errorf("inline: superstep of run %q abandoned: %w", r.ID, err)
+			return r, stopped, floor, abandonedSuperstep(r.ID, err)
 		}
-		// The clock is read again: timestamps and retry deadlines count
-		// from the end of execution.
-		if m, err = superstep.Settle(d.g, r, step, results, d.env(floor)); err != nil {
-			return r, stopped, floor, err
-		}
+		return v.settle(step, results)
 	case superstep.Commit:
-		m = step.Moment
+		return v.commit(step.Moment)
 	case superstep.Park:
 		if err := d.cfg.sleeper(ctx, step.Wait); err != nil {
 			return r, stopped, floor, err
@@ -316,10 +290,24 @@ func (d *driver) tick(ctx context.Context, r *run.Run, floor time.Time) (*run.Ru
 	default:
 		return r, stopped, floor, fmt.Errorf("inline: unknown step kind %d", step.Kind)
 	}
+}
 
-	next, err := d.accept(r, m)
+// settle folds the executed step's results and commits the moment.
+func (v *drive) settle(step superstep.Step, results []superstep.Result) (*run.Run, tickOutcome, time.Time, error) {
+	// The clock is read again: timestamps and retry deadlines count from
+	// the end of execution.
+	m, err := superstep.Settle(v.d.g, v.r, step, results, v.d.env(v.floor))
 	if err != nil {
-		return r, stopped, floor, err
+		return v.r, stopped, v.floor, err
+	}
+	return v.commit(m)
+}
+
+// commit accepts m and serves a committed park.
+func (v *drive) commit(m *run.Moment) (*run.Run, tickOutcome, time.Time, error) {
+	next, err := v.d.accept(v.r, m)
+	if err != nil {
+		return v.r, stopped, v.floor, err
 	}
 	switch m.Disposition.Kind {
 	case run.DispositionContinue, run.DispositionImmediate:
@@ -327,12 +315,12 @@ func (d *driver) tick(ctx context.Context, r *run.Run, floor time.Time) (*run.Ru
 	case run.DispositionAt:
 		// The park is accepted before the sleeper runs, as a durable worker
 		// commits before releasing its claim.
-		if err := d.cfg.sleeper(ctx, max(0, m.Disposition.At.Sub(next.UpdatedAt))); err != nil {
-			return next, stopped, floor, err
+		if err := v.d.cfg.sleeper(v.ctx, max(0, m.Disposition.At.Sub(next.UpdatedAt))); err != nil {
+			return next, stopped, v.floor, err
 		}
 		return next, parkedAt, m.Disposition.At, nil
 	default:
-		return next, stopped, floor, nil
+		return next, stopped, v.floor, nil
 	}
 }
 

@@ -99,6 +99,12 @@ type Activation struct {
 	Implementation string           // registry ID
 	Config         map[string]any
 	Policy         graph.NodePolicy
+	// Owned says Snapshot and SourceVersions were built for this activation
+	// alone and nothing reads them once it has executed: an executor may
+	// hand them to the node without copying them (values nested inside the
+	// snapshot still belong to the run). A retry of an owned activation
+	// takes its snapshot from the committed run again.
+	Owned bool
 }
 
 // Outcome classifies an attempt result.

@@ -12,7 +12,7 @@ import (
 // attempt is parked with its next attempt number and a timer, and step does
 // not advance. A crash during the backoff resumes here without re-running
 // siblings or resetting attempts.
-func retryPark(r *run.Run, finals []validated, retries []retryItem, now time.Time) *run.Moment {
+func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, now time.Time) *run.Moment {
 	active := make(map[string]run.TaskState, len(r.ActiveTasks)+len(retries))
 	maps.Copy(active, r.ActiveTasks)
 	timers := make(map[string]run.Timer, len(r.Timers)+len(retries))
@@ -37,6 +37,12 @@ func retryPark(r *run.Run, finals []validated, retries []retryItem, now time.Tim
 		copy(failures, prior)
 		failures = append(failures, run.AttemptFailure{Attempt: a.Attempt, Reason: rt.reason})
 		next := a.Attempt + 1
+		snapshot, versions := a.Snapshot, a.SourceVersions
+		if a.Owned {
+			// The node may have written to its owned view; the committed
+			// run still holds the view it was planned from.
+			snapshot, versions = idx.stateView(r.Channels)
+		}
 		active[a.TaskID] = run.TaskState{
 			TaskID:         a.TaskID,
 			NodeID:         a.NodeID,
@@ -45,8 +51,8 @@ func retryPark(r *run.Run, finals []validated, retries []retryItem, now time.Tim
 			Status:         run.TaskRetryScheduled,
 			InputHash:      a.InputHash,
 			IdempotencyKey: run.IdempotencyKey(a.TaskID, next),
-			Snapshot:       a.Snapshot,
-			SourceVersions: a.SourceVersions,
+			Snapshot:       snapshot,
+			SourceVersions: versions,
 			Failures:       failures,
 		}
 		timers[a.TaskID] = run.Timer{

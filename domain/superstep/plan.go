@@ -79,6 +79,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 			Implementation: node.Implementation,
 			Config:         node.Config,
 			Policy:         pol,
+			Owned:          len(candidates) == 1,
 		}
 	}
 	return Step{Kind: Execute, Activations: acts}, nil

@@ -57,3 +57,22 @@ func EffectiveTimeout(p graph.NodePolicy, maxAttemptElapsedMS int) time.Duration
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// ShortestTimeoutMS is the smallest explicit timeout_ms among g's nodes, or
+// 0 when none sets one: a runner watching attempt deadlines need not look
+// sooner than the host maximum or this. Invalid policies are skipped (such
+// a node never runs).
+func ShortestTimeoutMS(g *graph.Compiled) int {
+	idx := indexOf(g)
+	shortest := 0
+	for _, id := range g.NodeIDs {
+		if g.Nodes[id] == nil {
+			continue
+		}
+		pol, err := idx.policy(g, id)
+		if err == nil && pol.TimeoutMS > 0 && (shortest == 0 || pol.TimeoutMS < shortest) {
+			shortest = pol.TimeoutMS
+		}
+	}
+	return shortest
+}

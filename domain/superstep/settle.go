@@ -89,7 +89,7 @@ func Settle(g *graph.Compiled, r *run.Run, step Step, results []Result, env Env)
 	case len(failures) > 0:
 		return failSuperstep(r, retries, failures, now), nil
 	case len(retries) > 0 || remainingActive(r, acts):
-		return retryPark(r, finals, retries, now), nil
+		return retryPark(idx, r, finals, retries, now), nil
 	}
 	return barrier(g, idx, r, finals, env, now)
 }

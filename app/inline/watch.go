@@ -1,0 +1,267 @@
+package inline
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/superstep"
+)
+
+// The loop runs on a drive goroutine and the caller's goroutine watches it.
+// A superstep of one activation calls its node on the drive goroutine
+// itself (executor.Direct), so a chain hands over to another goroutine once
+// per call rather than once per attempt; a superstep of several activations
+// goes through executor.Execute, one goroutine per attempt.
+//
+// The watchdog keeps what the executor guarantees for a direct attempt:
+// when its deadline passes, the caller gives up, or its node calls
+// runtime.Goexit, the attempt settles as the same timeout, abandonment or
+// exit failure, and the drive goes on from the committed run on a fresh
+// goroutine while the old one is left to the node (a late result is
+// dropped). A panic or runtime.Goexit in the runner's own code (clock,
+// sleeper, ID generator) reaches the caller's goroutine as it would if the
+// loop ran there.
+
+// drive is one call's loop state. The drive goroutine owns r, steps, floor,
+// step and err; the watchdog reads them only after the goroutine has
+// finished or after the watchdog has taken the running attempt away from it
+// (Abandon under mu, which the goroutine held when it published the
+// attempt).
+type drive struct {
+	d     *driver
+	ctx   context.Context
+	once  bool // StepInline: stop after the first transition
+	r     *run.Run
+	steps int
+	floor time.Time
+	err   error
+	step  superstep.Step      // the superstep of the running direct attempt
+	one   [1]superstep.Result // a direct attempt's results, without a slice each
+
+	mu        sync.Mutex
+	current   *executor.Direct // the direct attempt being called, nil when none
+	cancelled bool             // the caller gave up while no attempt ran
+
+	events chan driveEvent // buffered: a goroutine's last word never blocks
+	timer  *time.Timer
+	// abandoned says a goroutine was left to a node: it may still touch
+	// this drive, which is then not recycled.
+	abandoned bool
+}
+
+type driveEventKind int
+
+const (
+	// driveFinished: the loop ended; r and err are final.
+	driveFinished driveEventKind = iota + 1
+	// drivePanicked: the runner's own code panicked with panic.
+	drivePanicked
+	// driveExited: the runner's own code called runtime.Goexit.
+	driveExited
+	// attemptExited: the direct attempt's node called runtime.Goexit; its
+	// result settles the superstep.
+	attemptExited
+)
+
+type driveEvent struct {
+	kind   driveEventKind
+	panic  any
+	result superstep.Result
+}
+
+var drives = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &drive{events: make(chan driveEvent, 1), timer: t}
+}}
+
+// watch runs the loop from r on a drive goroutine and watches it until it
+// finishes. once stops after the first transition that is not a
+// sleep-through wait (StepInline); otherwise the loop runs until the run
+// stops or max steps is reached.
+func (d *driver) watch(ctx context.Context, r *run.Run, once bool) (*run.Run, error) {
+	v := drives.Get().(*drive)
+	v.d, v.ctx, v.once, v.r = d, ctx, once, r
+	defer v.recycle()
+	go v.run(nil)
+
+	v.timer.Reset(d.watchEvery)
+	done := ctx.Done()
+	for {
+		select {
+		case ev := <-v.events:
+			switch ev.kind {
+			case driveFinished:
+				return v.r, v.err
+			case drivePanicked:
+				panic(ev.panic)
+			case driveExited:
+				runtime.Goexit()
+			case attemptExited:
+				v.mu.Lock()
+				v.current = nil
+				v.mu.Unlock()
+				go v.run(&ev.result)
+			}
+		case <-v.timer.C:
+			v.checkDeadline()
+		case <-done:
+			v.mu.Lock()
+			a := v.current
+			if a != nil && a.Abandon(ctx.Err()) {
+				v.current, v.abandoned = nil, true
+				v.mu.Unlock()
+				return v.r, abandonedSuperstep(v.r.ID, ctx.Err())
+			}
+			// No attempt is running, or it has just settled: the loop sees
+			// the context end at its next check, and no direct attempt
+			// starts after this.
+			v.cancelled = true
+			v.mu.Unlock()
+			done = nil
+		}
+	}
+}
+
+// checkDeadline fails the running direct attempt when its deadline has
+// passed, and sets the timer for the next look.
+func (v *drive) checkDeadline() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := v.current
+	if a == nil {
+		v.timer.Reset(v.d.watchEvery)
+		return
+	}
+	if wait := time.Until(a.Deadline()); wait > 0 {
+		v.timer.Reset(wait)
+		return
+	}
+	if a.Abandon(context.DeadlineExceeded) {
+		v.current, v.abandoned = nil, true
+		timeout := executor.Timeout()
+		go v.run(&timeout)
+	}
+	// Either way the next attempt starts from now: none of them ends
+	// sooner than watchEvery.
+	v.timer.Reset(v.d.watchEvery)
+}
+
+func (v *drive) recycle() {
+	v.timer.Stop()
+	if v.abandoned {
+		return
+	}
+	*v = drive{events: v.events, timer: v.timer}
+	drives.Put(v)
+}
+
+// run is a drive goroutine: it settles a superstep whose direct attempt the
+// watchdog settled (resumed), then loops. Its last word goes to the
+// watchdog, unless it was left to a node.
+func (v *drive) run(resumed *superstep.Result) {
+	var attempt *executor.Direct // the direct attempt this goroutine is calling
+	finished := false
+	defer func() {
+		switch {
+		case finished:
+			v.events <- driveEvent{kind: driveFinished}
+		case attempt != nil:
+			// runtime.Goexit inside the node (any panic there is recovered
+			// by Call), or the attempt was abandoned and this goroutine
+			// only leaves.
+			if result, ok := attempt.Exited(); ok {
+				v.events <- driveEvent{kind: attemptExited, result: result}
+			}
+		default:
+			if p := recover(); p != nil {
+				v.events <- driveEvent{kind: drivePanicked, panic: p}
+			} else {
+				v.events <- driveEvent{kind: driveExited}
+			}
+		}
+	}()
+	if resumed != nil {
+		v.one[0] = *resumed
+		if !v.account(v.settle(v.step, v.one[:])) {
+			finished = true
+			return
+		}
+	}
+	for v.once || (!v.r.Status.Terminal() && (!v.d.cfg.limitSteps || v.steps < v.d.cfg.maxSteps)) {
+		if !v.account(v.tick(&attempt)) {
+			break
+		}
+	}
+	finished = true
+}
+
+// account records one tick and says whether the loop goes on.
+func (v *drive) account(next *run.Run, outcome tickOutcome, floor time.Time, err error) bool {
+	v.r = next
+	if err != nil {
+		v.err = err
+		return false
+	}
+	switch outcome {
+	case advanced:
+		v.steps++
+		v.floor = time.Time{}
+		return !v.once
+	case parkedAt:
+		v.floor = floor
+		return !v.once
+	case waited:
+		v.floor = floor
+		return true
+	}
+	return false
+}
+
+// execute runs the activations of step: a single one directly on this
+// goroutine under the watchdog, several through the executor.
+func (v *drive) execute(step superstep.Step, attempt **executor.Direct) ([]superstep.Result, error) {
+	if len(step.Activations) != 1 {
+		return v.d.exec.Execute(v.ctx, v.r.ID, step.Activations)
+	}
+	if err := v.ctx.Err(); err != nil {
+		return nil, err
+	}
+	a, failed := v.d.exec.Prepare(v.ctx, v.r.ID, &step.Activations[0])
+	if a == nil {
+		v.one[0] = failed
+		return v.one[:], nil
+	}
+	v.mu.Lock()
+	if v.cancelled {
+		v.mu.Unlock()
+		return nil, v.ctx.Err()
+	}
+	v.step, v.current = step, a
+	v.mu.Unlock()
+
+	*attempt = a
+	result, owned := a.Call()
+	if !owned {
+		// The watchdog settled the attempt and went on without this
+		// goroutine.
+		runtime.Goexit()
+	}
+	*attempt = nil
+	v.mu.Lock()
+	v.current = nil
+	v.mu.Unlock()
+	v.one[0] = result
+	return v.one[:], nil
+}
+
+// abandonedSuperstep is the error of a superstep given up because the
+// caller's context ended.
+func abandonedSuperstep(runID string, err error) error {
+	return fmt.Errorf("inline: superstep of run %q abandoned: %w", runID, err)
+}
