@@ -29,7 +29,7 @@ var (
 	}
 	wantIndexes = []string{
 		"docket_claim_partitions_pkey", "docket_claim_policy_pkey", "docket_claim_schedule_pkey",
-		"docket_claim_schedule_ring_position_key", "docket_claim_schedule_unfinished_ring_index",
+		"docket_claim_schedule_ring_position_key",
 		"docket_events_inserted_at_id_index", "docket_events_pkey", "docket_events_run_id_seq_index",
 		"docket_graph_versions_pkey", "docket_graph_versions_scope_graph_index",
 		"docket_graph_versions_scope_revision_order_index",
@@ -42,7 +42,7 @@ var (
 		"docket_runs_updated_at_id_index", "docket_runs_wake_at_id_index",
 	}
 	wantTriggers = []string{
-		"docket_claim_schedule_guard", "docket_claim_schedule_partition_insert",
+		"docket_claim_schedule_delete_guard", "docket_claim_schedule_guard", "docket_claim_schedule_partition_insert",
 		"docket_claim_schedule_run_activity", "docket_claim_schedule_run_delete",
 		"docket_claim_schedule_run_insert", "docket_claim_schedule_run_truncate_guard",
 		"docket_claim_schedule_truncate_guard",

@@ -451,19 +451,31 @@ const (
 	gateLocked         = -1
 )
 
+// incomingEventsCTE and wakeCTE are the parts both event CTE lists share:
+// the proposed events as a relation, and the announcement (a plain
+// SELECT, so the final SELECT of each list references it).
+const incomingEventsCTE = `,
+incoming AS MATERIALIZED (
+    SELECT *
+    FROM unnest(@evord::integer[], @ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[],
+                @ev5::text[], @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
+         AS e(ord, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
+),`
+
+const wakeCTE = `wake AS (
+    SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
+    FROM moved AS m
+    WHERE m.sched = 'immediate'
+       OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
+)`
+
 // freshEventCTEs is eventCTEs for events that cannot exist yet (a new
 // run's) or that the caller expects not to (a claimed commit's fast path):
 // plain inserts, no idempotency. A stored row at a proposed (run_id, seq)
 // raises unique_violation on docket_events_run_id_seq_index and rolls the
 // statement back; a claimed commit then retries with eventCTEs, which
 // tells an identical replay from a conflict. Same parameters and result.
-const freshEventCTEs = `,
-incoming AS MATERIALIZED (
-    SELECT *
-    FROM unnest(@evord::integer[], @ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[],
-                @ev5::text[], @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
-         AS e(ord, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
-),
+const freshEventCTEs = incomingEventsCTE + `
 written AS (
     INSERT INTO {schema}.docket_events
         (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
@@ -472,12 +484,7 @@ written AS (
     FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
     RETURNING run_id, seq
 ),
-wake AS (
-    SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
-    FROM moved AS m
-    WHERE m.sched = 'immediate'
-       OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
-)
+` + wakeCTE + `
 SELECT m.ord,
        (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
        (SELECT count(*) FROM wake) AS side_effects
@@ -509,13 +516,7 @@ FROM moved AS m`
 //     announces, an at-wake iff due at the store clock's wall time; the
 //     wake CTE is a plain SELECT, so it is referenced by the final SELECT,
 //     or it would never run.
-const eventCTEs = `,
-incoming AS MATERIALIZED (
-    SELECT *
-    FROM unnest(@evord::integer[], @ev0::bigint[], @ev1::text[], @ev2::integer[], @ev3::text[], @ev4::text[],
-                @ev5::text[], @ev6::bytea[], @ev7::bytea[], @ev8::timestamptz[])
-         AS e(ord, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at)
-),
+const eventCTEs = incomingEventsCTE + `
 written AS (
     INSERT INTO {schema}.docket_events AS stored
         (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
@@ -542,12 +543,7 @@ tripwire AS (
     WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.run_id = m.run_id AND w.seq = e.seq)
     RETURNING seq
 ),
-wake AS (
-    SELECT pg_notify('` + wakeChannel + `', @payload::text) AS sent
-    FROM moved AS m
-    WHERE m.sched = 'immediate'
-       OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
-)
+` + wakeCTE + `
 SELECT m.ord,
        (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
        (SELECT count(*) FROM tripwire) + (SELECT count(*) FROM wake) AS side_effects

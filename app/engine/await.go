@@ -17,8 +17,10 @@ import (
 // ErrAwaitTimeout; when ctx ends first, ctx's error.
 //
 // The run is re-read every AwaitPollInterval and right after any commit
-// this engine makes; store wake announcements are not used because they
-// announce due work, never parks or terminal states.
+// this engine makes, unless that commit rested the run (parked it or
+// finished it): then the committed run is returned without a read. Store
+// wake announcements are not used because they announce due work, never
+// parks or terminal states.
 func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration) (*run.Run, error) {
 	owner, err := c.owner()
 	if err != nil {
@@ -28,10 +30,18 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 		return nil, fmt.Errorf("%w: await timeout must not be negative", ErrInvalidOptions)
 	}
 	deadline := time.Now().Add(timeout)
+	seen := int64(-1)
 	for {
 		// Subscribe before reading, so a commit between the read and the
 		// wait still wakes us.
 		committed := c.e.commits.wait()
+		if seen >= 0 {
+			// A commit of this engine that rested the run since the
+			// last read carries the committed run: no need to read it.
+			if r := c.e.rested.newer(owner, runID, seen); r != nil {
+				return r, nil
+			}
+		}
 		ictx, cancel := c.e.storeCall(ctx)
 		info, err := c.e.backend.InspectRun(ictx, owner, runID)
 		cancel()
@@ -44,6 +54,7 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 		case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
 			return info.Run, nil
 		}
+		seen = info.Run.CheckpointSeq
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)

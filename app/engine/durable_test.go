@@ -367,10 +367,46 @@ func TestNotificationsDriveRunsWithoutWaitingForThePoll(t *testing.T) {
 	k := newKit()
 	cfg := h.config(k)
 	cfg.Dispatcher.PollInterval = time.Hour // only the initial poll happens
-	e := startEngine(t, cfg)
-	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "hi"})
-	done := await(t, e.Client, r.ID)
+	worker := startEngine(t, cfg)
+	// Another process starts the run: only the store's announcement can
+	// tell the worker.
+	starter, err := engine.New(cfg)
+	require.NoError(t, err)
+	r := saveAndStart(t, starter.Client, build(t, minimalLinear()), map[string]any{"value": "hi"})
+	done := await(t, worker.Client, r.ID)
 	assert.Equal(t, run.StatusDone, done.Status)
+}
+
+// A run this engine starts due at once is claimed by its own dispatcher
+// at once, without an announcement and without waiting for the poll.
+func TestARunStartedHereIsClaimedWithoutWaitingForThePoll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	cfg := h.config(k)
+	cfg.Dispatcher.PollInterval = time.Hour // only the initial poll happens
+	tel := newTelemetryLog()
+	cfg.Telemetry = tel
+	e := startEngine(t, cfg)
+	ref, err := e.SaveGraph(context.Background(), build(t, minimalLinear()))
+	require.NoError(t, err)
+	idle := func() bool {
+		facts := tel.matching(ports.FactDispatcherState, nil)
+		if len(facts) == 0 {
+			return false
+		}
+		m := facts[len(facts)-1].m
+		return m["in_flight"] == 0 && m["poll_active"] == 0 && m["poll_pending"] == 0
+	}
+	// Twice: the first start may race the initial poll; the second comes
+	// when the dispatcher has nothing left to do but wait an hour.
+	for range 2 {
+		eventually(t, "the dispatcher is idle", idle)
+		r, err := e.StartRun(context.Background(), ref, map[string]any{"value": "hi"})
+		require.NoError(t, err)
+		done := await(t, e.Client, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+	}
 }
 
 func TestDrainBudgetYieldsAndTheRunStillCompletes(t *testing.T) {

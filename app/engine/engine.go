@@ -47,6 +47,9 @@ type Engine struct {
 	cache   *graphcache.Cache // nil when disabled
 	deliver *observe.Deliverer
 	commits broadcast
+	// rested holds the runs this engine last committed waiting or
+	// terminal, so a local AwaitRun woken by that commit needs no read.
+	rested restedRuns
 
 	driver       *vehicle.Vehicle // the dispatcher's vehicles (cached graphs)
 	manualDriver *vehicle.Vehicle // DrainRuns' vehicles (no graph cache)
@@ -300,7 +303,20 @@ func claimPolicyLabel(c ports.Capabilities) string {
 // should carry the transition's span, so the committed fact lands on it.
 func (e *Engine) afterCommit(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
 	e.deliver.Committed(ctx, owner, m)
+	if r := m.Run; r.Status == run.StatusWaiting || r.Status.Terminal() {
+		e.rested.put(owner, r)
+	}
 	e.commits.notify()
+}
+
+// nudge makes a running dispatcher poll at once.
+func (e *Engine) nudge() {
+	e.mu.Lock()
+	d := e.dispatcher
+	e.mu.Unlock()
+	if d != nil {
+		d.RequestPoll()
+	}
 }
 
 func (e *Engine) newID(prefix string) string {

@@ -115,7 +115,7 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 			if (turn == 0) == docketFirst {
 				res, gates, err := docketDrain(ctx, fresh, dbbench.ShapeOneStep, p.DB.Jobs, c)
 				r := throughputResult(fmt.Sprintf("db/drain/c%d", c), SystemDocket, res.Jobs, res.Elapsed, nil)
-				r.Note = fmt.Sprintf("%d immediately-due one-step runs (2 moment commits each); gates: %s", p.DB.Jobs, gates)
+				r.Note = fmt.Sprintf("%d immediately-due one-step runs (2 checkpoints each, fused into one commit after the claim); gates: %s", p.DB.Jobs, gates)
 				record(r, err)
 				if err == nil {
 					logf("docket drain, %d workers: %.0f runs/s", c, res.PerSecond())

@@ -10,6 +10,7 @@ DROP FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 DROP TRIGGER docket_claim_schedule_partition_insert ON {{.Schema}}.docket_claim_partitions;
 DROP FUNCTION {{.Schema}}.docket_claim_schedule_partition_v1();
 DROP TRIGGER docket_claim_schedule_truncate_guard ON {{.Schema}}.docket_claim_schedule;
+DROP TRIGGER docket_claim_schedule_delete_guard ON {{.Schema}}.docket_claim_schedule;
 DROP TRIGGER docket_claim_schedule_guard ON {{.Schema}}.docket_claim_schedule;
 DROP FUNCTION {{.Schema}}.docket_claim_schedule_guard_v1();
 DROP TABLE {{.Schema}}.docket_claim_schedule;

@@ -82,10 +82,10 @@ CREATE TABLE {{.Schema}}.docket_claim_schedule (
     CONSTRAINT docket_claim_schedule_unfinished_count_check CHECK (unfinished_count >= 0)
 );
 
-CREATE INDEX docket_claim_schedule_unfinished_ring_index
-    ON {{.Schema}}.docket_claim_schedule (ring_position)
-    INCLUDE (scope_key, unfinished_count)
-    WHERE unfinished_count > 0;
+-- No index covers unfinished_count or updated_at: the count changes with
+-- every started and every finished run, and only an update that touches
+-- no indexed column is a HOT update (no index entries, dead versions
+-- pruned on the page). Scope sampling reads this small table whole.
 
 -- Guards the schedule: membership is immutable, the count belongs to the
 -- run-activity trigger, and a row leaves only with its partition and
@@ -198,8 +198,26 @@ BEGIN
             RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
                 USING ERRCODE = 'integrity_constraint_violation';
         END IF;
-        scopes := ARRAY[NEW.scope_key];
-        deltas := ARRAY[CASE WHEN NEW.status IN ('done', 'failed', 'cancelled') THEN -1 ELSE 1 END]::bigint[];
+        IF NEW.status IN ('done', 'failed', 'cancelled') THEN
+            UPDATE {{.Schema}}.docket_claim_schedule
+            SET unfinished_count = unfinished_count - 1,
+                updated_at = CURRENT_TIMESTAMP
+            WHERE scope_key = NEW.scope_key AND unfinished_count > 0;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'docket_claim_schedule unfinished_count underflow for scope %', NEW.scope_key
+                    USING ERRCODE = 'check_violation';
+            END IF;
+        ELSE
+            UPDATE {{.Schema}}.docket_claim_schedule
+            SET unfinished_count = unfinished_count + 1,
+                updated_at = CURRENT_TIMESTAMP
+            WHERE scope_key = NEW.scope_key;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no docket_claim_schedule membership for scope %: insert its docket_claim_partitions row first', NEW.scope_key
+                    USING ERRCODE = 'foreign_key_violation';
+            END IF;
+        END IF;
+        RETURN NULL;
     ELSIF TG_OP = 'INSERT' THEN
         SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
         INTO scopes, deltas
@@ -271,8 +289,20 @@ FROM (
 ) AS unfinished
 WHERE schedule.scope_key = unfinished.scope_key;
 
+-- The guard runs for deletions and for updates that change membership or
+-- change the count from outside the activity trigger (trigger depth 0
+-- while the WHEN clause is evaluated): the activity trigger's own count
+-- updates, the hot path, never call it.
 CREATE TRIGGER docket_claim_schedule_guard
-    BEFORE UPDATE OR DELETE ON {{.Schema}}.docket_claim_schedule
+    BEFORE UPDATE ON {{.Schema}}.docket_claim_schedule
+    FOR EACH ROW
+    WHEN (NEW.scope_key IS DISTINCT FROM OLD.scope_key
+          OR NEW.ring_position IS DISTINCT FROM OLD.ring_position
+          OR (NEW.unfinished_count IS DISTINCT FROM OLD.unfinished_count AND pg_trigger_depth() < 1))
+    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_guard_v1();
+
+CREATE TRIGGER docket_claim_schedule_delete_guard
+    BEFORE DELETE ON {{.Schema}}.docket_claim_schedule
     FOR EACH ROW
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_guard_v1();
 

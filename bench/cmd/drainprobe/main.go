@@ -20,7 +20,8 @@ func main() {
 	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain")
 	keep := flag.Bool("keep", false, "keep the database")
-	stacks := flag.String("goroutines", "", "write a goroutine profile one second into the drain")
+	stacks := flag.String("goroutines", "", "write a goroutine profile three seconds into the drain")
+	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
 	flag.Parse()
 	ctx := context.Background()
 	srv, err := dbbench.Open(ctx)
@@ -37,6 +38,13 @@ func main() {
 	d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: *shape, Concurrency: *conc})
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *lat > 0 {
+		if err := latency(ctx, d, *lat); err != nil {
+			log.Fatal(err)
+		}
+		d.Close(ctx)
+		return
 	}
 	t0 := time.Now()
 	if err := d.StartRuns(ctx, *runs); err != nil {

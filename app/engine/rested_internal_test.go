@@ -1,0 +1,32 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+func TestRestedRunsAnswerOnlyNewerCommitsAndStayBounded(t *testing.T) {
+	t.Parallel()
+	var c restedRuns
+	owner := ports.Tenant("t")
+	c.put(owner, &run.Run{ID: "a", CheckpointSeq: 3, Status: run.StatusWaiting})
+
+	got := c.newer(owner, "a", 2)
+	require.NotNil(t, got)
+	assert.Equal(t, int64(3), got.CheckpointSeq)
+	got.CheckpointSeq = 99
+	assert.Equal(t, int64(3), c.newer(owner, "a", 2).CheckpointSeq, "callers get their own copy")
+	assert.Nil(t, c.newer(owner, "a", 3), "nothing newer than what was read")
+	assert.Nil(t, c.newer(ports.Tenant("other"), "a", 0), "another owner's run is not this one")
+
+	for i := range restedCapacity {
+		c.put(owner, &run.Run{ID: string(rune('b' + i%20)) + string(rune(i)), CheckpointSeq: 1})
+	}
+	assert.Nil(t, c.newer(owner, "a", 0), "the oldest entry left the ring")
+	assert.LessOrEqual(t, len(c.runs), restedCapacity)
+}
