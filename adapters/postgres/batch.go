@@ -10,7 +10,7 @@ import (
 // Config.MaxCommitFlushes).
 const (
 	defaultMaxCommitBatch   = 64
-	defaultMaxCommitFlushes = 4
+	defaultMaxCommitFlushes = 2
 )
 
 // batcher groups concurrent writes of different runs into shared

@@ -73,7 +73,7 @@ type Config struct {
 	// each commit keeps its own fence.
 	MaxCommitBatch int
 	// MaxCommitFlushes caps the claimed-commit statements in flight at
-	// once, each on its own pooled connection (default 4). Commits that
+	// once, each on its own pooled connection (default 2). Commits that
 	// finish a run, and run insertions, all change their scope's schedule
 	// row, so they flow through one statement at a time per kind and
 	// batch up instead.
