@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,7 @@ func TestRestedRunsAnswerOnlyNewerCommitsAndStayBounded(t *testing.T) {
 	assert.Nil(t, c.newer(ports.Tenant("other"), "a", 0), "another owner's run is not this one")
 
 	for i := range restedCapacity {
-		c.put(owner, &run.Run{ID: string(rune('b' + i%20)) + string(rune(i)), CheckpointSeq: 1})
+		c.put(owner, &run.Run{ID: fmt.Sprintf("r%d", i), CheckpointSeq: 1})
 	}
 	assert.Nil(t, c.newer(owner, "a", 0), "the oldest entry left the ring")
 	assert.LessOrEqual(t, len(c.runs), restedCapacity)

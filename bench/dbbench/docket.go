@@ -18,6 +18,7 @@ import (
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/ports"
 )
 
 // DocketSchema is the schema the durable scenarios migrate.
@@ -92,6 +93,8 @@ type DocketOptions struct {
 	// PollOnly disables LISTEN/NOTIFY: the dispatcher relies on polling.
 	PollOnly     bool
 	PollInterval time.Duration
+	// Telemetry receives the engine's spans and facts (nil: none).
+	Telemetry ports.Telemetry
 }
 
 // OpenDocket migrates db, opens the PostgreSQL store and an engine with
@@ -138,6 +141,7 @@ func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, er
 		PollOnly:   o.PollOnly,
 		Dispatcher: engine.DispatcherConfig{Concurrency: o.Concurrency, PollInterval: poll},
 		Logger:     discardLogger(),
+		Telemetry:  o.Telemetry,
 	})
 	if err != nil {
 		return nil, err

@@ -4,18 +4,63 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/docketgo/docket/bench/dbbench"
+	"github.com/docketgo/docket/ports"
 )
 
-// latency starts n runs one at a time and prints where the time goes.
-func latency(ctx context.Context, d *dbbench.Docket, n int) error {
+// spanLog records when each span started and ended, for one run at a time.
+type spanLog struct {
+	ports.NopTelemetry
+	mu    sync.Mutex
+	spans []span
+}
+
+type span struct {
+	name       string
+	start, end time.Time
+}
+
+type spanEnd struct {
+	l *spanLog
+	i int
+}
+
+func (l *spanLog) StartSpan(ctx context.Context, name string, _ ...ports.Label) (context.Context, ports.Span) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spans = append(l.spans, span{name: name, start: time.Now()})
+	return ctx, spanEnd{l, len(l.spans) - 1}
+}
+
+func (s spanEnd) End(string, ports.Measurements) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	s.l.spans[s.i].end = time.Now()
+}
+
+func (l *spanLog) take() []span {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.spans
+	l.spans = nil
+	return out
+}
+
+// latency starts n runs one at a time and prints where the time goes:
+// each span's start and end as offsets from StartRun's call (p50 over the
+// runs, first occurrence of each name per run).
+func latency(ctx context.Context, d *dbbench.Docket, log *spanLog, n int) error {
 	if err := d.Engine.Start(ctx); err != nil {
 		return err
 	}
-	var starts, waits []time.Duration
+	offsets := map[string][][2]time.Duration{}
+	var order []string
+	var starts, totals []time.Duration
 	for range n {
+		_ = log.take()
 		t0 := time.Now()
 		r, err := d.Engine.StartRun(ctx, d.Ref, map[string]any{"in": "x"})
 		if err != nil {
@@ -25,12 +70,30 @@ func latency(ctx context.Context, d *dbbench.Docket, n int) error {
 		if _, err := d.Engine.AwaitRun(ctx, r.ID, 30*time.Second); err != nil {
 			return err
 		}
-		starts, waits = append(starts, t1.Sub(t0)), append(waits, time.Since(t1))
+		starts, totals = append(starts, t1.Sub(t0)), append(totals, time.Since(t0))
+		seen := map[string]bool{}
+		for _, s := range log.take() {
+			if seen[s.name] || s.end.IsZero() {
+				continue
+			}
+			seen[s.name] = true
+			if _, ok := offsets[s.name]; !ok {
+				order = append(order, s.name)
+			}
+			offsets[s.name] = append(offsets[s.name], [2]time.Duration{s.start.Sub(t0), s.end.Sub(t0)})
+		}
 	}
 	p50 := func(xs []time.Duration) time.Duration {
 		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
 		return xs[len(xs)/2]
 	}
-	fmt.Printf("StartRun p50 %s, start→done after StartRun p50 %s\n", p50(starts), p50(waits))
+	fmt.Printf("StartRun p50 %s, start→done p50 %s\n", p50(starts), p50(totals))
+	for _, name := range order {
+		var a, b []time.Duration
+		for _, o := range offsets[name] {
+			a, b = append(a, o[0]), append(b, o[1])
+		}
+		fmt.Printf("  %-32s start %8s  end %8s  (%d runs)\n", name, p50(a).Round(time.Microsecond), p50(b).Round(time.Microsecond), len(a))
+	}
 	return nil
 }

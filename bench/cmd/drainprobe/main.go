@@ -35,12 +35,17 @@ func main() {
 	if !*keep {
 		defer db.Drop(ctx)
 	}
-	d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: *shape, Concurrency: *conc})
+	spans := &spanLog{}
+	opts := dbbench.DocketOptions{Shape: *shape, Concurrency: *conc}
+	if *lat > 0 {
+		opts.Telemetry = spans
+	}
+	d, err := dbbench.OpenDocket(ctx, db, opts)
 	if err != nil {
 		log.Fatal(err)
 	}
 	if *lat > 0 {
-		if err := latency(ctx, d, *lat); err != nil {
+		if err := latency(ctx, d, spans, *lat); err != nil {
 			log.Fatal(err)
 		}
 		d.Close(ctx)
