@@ -15,7 +15,7 @@ import (
 type spanLog struct {
 	ports.NopTelemetry
 	mu    sync.Mutex
-	spans []span
+	spans []*span
 }
 
 type span struct {
@@ -25,23 +25,24 @@ type span struct {
 
 type spanEnd struct {
 	l *spanLog
-	i int
+	s *span
 }
 
 func (l *spanLog) StartSpan(ctx context.Context, name string, _ ...ports.Label) (context.Context, ports.Span) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.spans = append(l.spans, span{name: name, start: time.Now()})
-	return ctx, spanEnd{l, len(l.spans) - 1}
+	s := &span{name: name, start: time.Now()}
+	l.spans = append(l.spans, s)
+	return ctx, spanEnd{l, s}
 }
 
 func (s spanEnd) End(string, ports.Measurements) {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
-	s.l.spans[s.i].end = time.Now()
+	s.s.end = time.Now()
 }
 
-func (l *spanLog) take() []span {
+func (l *spanLog) take() []*span {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := l.spans
