@@ -9,13 +9,14 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/docketgo/docket/pgtest/pgproc"
 )
 
 const (
@@ -36,11 +37,10 @@ const (
 // localCluster is a throwaway cluster in a private temporary directory,
 // reachable only through the unix socket in that directory.
 type localCluster struct {
-	dir     string
-	lock    *os.File
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
+	dir  string
+	lock *os.File
+	cmd  *exec.Cmd
+	proc *pgproc.Process
 }
 
 // startLocal creates and starts a private cluster from the binaries in
@@ -106,9 +106,8 @@ func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
 	return srv, nil
 }
 
-// start launches postgres in the background. The launching goroutine keeps
-// its OS thread locked until postgres exits, because the kernel delivers
-// the parent-death signal when the launching thread (not the process) dies.
+// start launches postgres in the background through pgproc, so that the
+// server dies with the test process (SIGQUIT).
 func (c *localCluster) start(binDir, data string, cred *syscall.Credential) error {
 	logFile, err := os.Create(filepath.Join(c.dir, "postgres.log"))
 	if err != nil {
@@ -134,21 +133,12 @@ func (c *localCluster) start(binDir, data string, cred *syscall.Credential) erro
 		Setpgid:    true,            // a terminal's ^C reaches the tests, not the server
 		Pdeathsig:  syscall.SIGQUIT, // immediate shutdown when the test process dies
 	}
-	c.exited = make(chan struct{})
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := c.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		c.waitErr = c.cmd.Wait()
-		close(c.exited)
-	}()
-	if err := <-started; err != nil {
+	proc, err := pgproc.Start(c.cmd)
+	if err != nil {
 		return fmt.Errorf("start postgres in %s: %w", c.dir, err)
 	}
+	c.proc = proc
+
 	return nil
 }
 
@@ -163,8 +153,8 @@ func (c *localCluster) waitReady(ctx context.Context, adminURL string) error {
 			return nil
 		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("postgres in %s exited during startup (%v):\n%s", c.dir, c.waitErr, c.logTail())
+		case <-c.proc.Exited():
+			return fmt.Errorf("postgres in %s exited during startup (%v):\n%s", c.dir, c.proc.Err(), c.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("postgres in %s not ready: %v (last error: %v):\n%s", c.dir, ctx.Err(), err, c.logTail())
 		case <-time.After(50 * time.Millisecond):
@@ -178,10 +168,10 @@ func (c *localCluster) stop() error {
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGINT)
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 		case <-time.After(30 * time.Second):
 			_ = c.cmd.Process.Kill()
-			<-c.exited
+			<-c.proc.Exited()
 		}
 	}
 	return c.release()

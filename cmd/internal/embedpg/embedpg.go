@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +25,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/docketgo/docket/pgtest/pgproc"
 )
 
 // ErrNoBinaries reports that no directory holds both initdb and postgres.
@@ -145,10 +146,9 @@ type Server struct {
 	Dir         string
 	Initialized bool
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
-	lock    *os.File
+	cmd  *exec.Cmd
+	proc *pgproc.Process
+	lock *os.File
 }
 
 // DefaultDir is os.UserCacheDir()/docket/demo-pg.
@@ -423,11 +423,9 @@ func checkVersion(ctx context.Context, binDir, data string) error {
 	return nil
 }
 
-// start launches postgres. The launching goroutine keeps its OS thread
-// locked until postgres exits, because the kernel delivers the
-// parent-death signal when the launching thread (not the process) dies:
-// a demo that is killed outright takes its server down with it (a fast
-// shutdown: committed work stays).
+// start launches postgres through pgproc, so that a demo that is killed
+// outright takes its server down with it (SIGINT: a fast shutdown,
+// committed work stays).
 func (s *Server) start(binDir, data string, o owner) error {
 	logPath := filepath.Join(s.Dir, "postgres.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -453,21 +451,12 @@ func (s *Server) start(binDir, data string, o owner) error {
 		Setpgid:    true,           // a terminal's ^C reaches docket, which stops the server in order
 		Pdeathsig:  syscall.SIGINT, // fast, clean shutdown when docket dies
 	}
-	s.exited = make(chan struct{})
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := <-started; err != nil {
+	proc, err := pgproc.Start(s.cmd)
+	if err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
+	s.proc = proc
+
 	return nil
 }
 
@@ -483,8 +472,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-s.exited:
-			return fmt.Errorf("postgres exited during startup (%v): %s (log: %s)", s.waitErr,
+		case <-s.proc.Exited():
+			return fmt.Errorf("postgres exited during startup (%v): %s (log: %s)", s.proc.Err(),
 				lastLine(s.logTail()), filepath.Join(s.Dir, "postgres.log"))
 		case <-ctx.Done():
 			return fmt.Errorf("postgres was not ready in time: %w (log: %s)", ctx.Err(), filepath.Join(s.Dir, "postgres.log"))
@@ -506,7 +495,7 @@ func (s *Server) stop() error {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case <-s.exited:
+	case <-s.proc.Exited():
 		return nil
 	case <-time.After(stopTimeout):
 	}
@@ -516,10 +505,10 @@ func (s *Server) stop() error {
 	pgid := s.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGQUIT)
 	select {
-	case <-s.exited:
+	case <-s.proc.Exited():
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-s.exited
+		<-s.proc.Exited()
 	}
 	return fmt.Errorf("postgres did not stop within %s and was killed", stopTimeout)
 }
