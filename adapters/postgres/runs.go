@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -191,49 +190,18 @@ func (s *Store) readRun(ctx context.Context, q querier, sql string, scope ports.
 	return &row, nil
 }
 
-// inspectRow is the bun model of InspectRun: the document and the
-// token-free operational columns (claim_token is never selected).
-type inspectRow struct {
-	RunID                string     `bun:"run_id"`
-	TenantID             *string    `bun:"tenant_id"`
-	State                []byte     `bun:"state"`
-	CheckpointSeq        int64      `bun:"checkpoint_seq"`
-	LatestCheckpointType *string    `bun:"latest_checkpoint_type"`
-	WakeAt               *time.Time `bun:"wake_at"`
-	ClaimedAt            *time.Time `bun:"claimed_at"`
-	ClaimAttempts        int32      `bun:"claim_attempts"`
-	ClaimAbandons        int32      `bun:"claim_abandons"`
-	PoisonedAt           *time.Time `bun:"poisoned_at"`
-	PoisonReason         *string    `bun:"poison_reason"`
-}
-
 // InspectRun returns the committed run with its token-free operational
-// state (see ports.RunStore). A read model, so it goes through bun.
+// state (see ports.RunStore): the same prepared read as FetchRun, since
+// AwaitRun polls it (claim_token is never selected).
 func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	var row inspectRow
-	q := s.bun.NewSelect().
-		TableExpr(s.stmt.runsTable+" AS r").
-		ColumnExpr("r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type").
-		ColumnExpr("r.wake_at, r.claimed_at, r.claim_attempts, r.claim_abandons, r.poisoned_at, r.poison_reason").
-		Where("r.run_id = ?", runID)
-	q = whereScope(q, scope)
-	err := q.Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, runNotFound(runID)
-	}
+	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
 	if err != nil {
-		return nil, dbError("inspect run", err)
+		return nil, err
 	}
-	r := runRow{
-		runID: row.RunID, tenantID: row.TenantID, state: row.State, checkpointSeq: row.CheckpointSeq,
-		checkpointType: row.LatestCheckpointType, wakeAt: row.WakeAt, claimedAt: row.ClaimedAt,
-		attempts: row.ClaimAttempts, abandons: row.ClaimAbandons, poisonedAt: row.PoisonedAt,
-		poisonReason: row.PoisonReason,
-	}
-	return r.info()
+	return row.info()
 }
 
 // whereScope adds the scope predicate on alias r: none for system.
