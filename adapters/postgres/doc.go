@@ -9,16 +9,17 @@
 // connection (autocommit): ClaimDue (admission gate, FOR UPDATE SKIP LOCKED
 // candidates, the merge of claim.Legacy or of the tenant-fair
 // claim.WindowedInterleave, lease-or-poison per row), the fenced
-// claimed Commit (fence, run update, schedule, idempotent event append
-// with a conflict tripwire, and the wake announcement), RefreshClaim,
-// ReleaseClaim and AbandonClaim. Run insertion, serialized mutations
-// (MutateRun), poison recovery and prune passes use a short transaction.
-// No connection is held while caller code runs, except a MutateRun
-// mutation, which runs under the run's row lock by design. The statements
-// are named constants in statements.go, each with the invariant it
-// enforces; the configured schema is quoted with pgx.Identifier.Sanitize
-// once, at New. Read models (InspectRun, ListRuns, graph version lists) go
-// through bun over the same pool.
+// claimed Commit (fence, run update, schedule, event append and the wake
+// announcement), RefreshClaim, ReleaseClaim and AbandonClaim. Claimed
+// commits and run insertions of concurrent callers share statements (group
+// commit; batch.go), each commit under its own fence. The first insertion
+// of an owner, serialized mutations (MutateRun), poison recovery and prune
+// passes use a short transaction. No connection is held while caller code
+// runs, except a MutateRun mutation, which runs under the run's row lock by
+// design. The statements are named constants in statements.go, each with
+// the invariant it enforces; the configured schema is quoted with
+// pgx.Identifier.Sanitize once, at New. Read models (ListRuns, graph
+// version lists) go through bun over the same pool.
 //
 // Wakes are announced with pg_notify('docket_wake', <schema>) inside the
 // writing statement, so listeners (adapters/notify) hear only of committed
