@@ -86,9 +86,10 @@ type Config struct {
 
 // Store is the PostgreSQL backend: ports.RunStore, ports.EventStore and
 // ports.GraphStore over one schema. It is safe for concurrent use. Every
-// hot operation is one statement on a pooled connection; only run
-// insertion, serialized mutations, poison recovery and prune passes open
-// a (short) transaction. No connection is held while caller code runs,
+// hot operation is one statement on a pooled connection, shared by
+// concurrent claimed commits and by concurrent insertions; only an
+// owner's first insertion, serialized mutations, poison recovery and prune
+// passes open a (short) transaction. No connection is held while caller code runs,
 // except a MutateRun mutation, which runs under the run's row lock.
 type Store struct {
 	pool      *pgxpool.Pool
