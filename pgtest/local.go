@@ -2,12 +2,10 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,7 +77,7 @@ func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
 	initdb := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
 		"-D", data, "-U", localSuperuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	initdb.Dir = dir
-	initdb.Env = clusterEnv(dir)
+	initdb.Env = pgproc.Env(dir)
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb in %s: %w\n%s", dir, err, tail(string(out)))
@@ -126,7 +124,7 @@ func (c *localCluster) start(binDir, data string, cred *syscall.Credential) erro
 		"-c", "max_connections=200",
 	)
 	c.cmd.Dir = c.dir
-	c.cmd.Env = clusterEnv(c.dir)
+	c.cmd.Env = pgproc.Env(c.dir)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: cred,
@@ -237,32 +235,11 @@ func sweepStale(base string) {
 // clusterCredential returns the unprivileged user to run PostgreSQL as
 // when the tests run as root, and nil otherwise.
 func clusterCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+	u, err := pgproc.Unprivileged()
+	if u == nil || err != nil {
+		return nil, err
 	}
-	var tried []string
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			tried = append(tried, name+": "+err.Error())
-			continue
-		}
-		uid, errUID := strconv.ParseUint(u.Uid, 10, 32)
-		gid, errGID := strconv.ParseUint(u.Gid, 10, 32)
-		if errUID != nil || errGID != nil {
-			tried = append(tried, name+": non-numeric uid/gid")
-			continue
-		}
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
-	}
-	return nil, errors.New("the tests run as root, which PostgreSQL refuses, and no unprivileged user to run it as was found (" +
-		strings.Join(tried, "; ") + ")")
-}
-
-// clusterEnv is the whole environment of initdb and postgres: inherited
-// PG* variables (PGPORT, PGDATA, …) must not leak in.
-func clusterEnv(dir string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LC_ALL=C", "TZ=UTC"}
+	return u.Cred, nil
 }
 
 // tempBase is the parent of cluster directories: the system temporary

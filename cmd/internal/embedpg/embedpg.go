@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -236,27 +235,11 @@ type owner struct {
 // clusterOwner returns the unprivileged user to run PostgreSQL as when
 // this process is root.
 func clusterOwner() (owner, error) {
-	if os.Geteuid() != 0 {
-		return owner{}, nil
+	u, err := pgproc.Unprivileged()
+	if u == nil || err != nil {
+		return owner{}, err
 	}
-	var tried []string
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			tried = append(tried, name+": "+err.Error())
-			continue
-		}
-		uid, errUID := strconv.ParseUint(u.Uid, 10, 32)
-		gid, errGID := strconv.ParseUint(u.Gid, 10, 32)
-		if errUID != nil || errGID != nil {
-			tried = append(tried, name+": non-numeric uid or gid")
-			continue
-		}
-		return owner{name: name, home: u.HomeDir,
-			cred: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}, nil
-	}
-	return owner{}, errors.New("running as root, which PostgreSQL refuses, and no unprivileged user to run it as (" +
-		strings.Join(tried, "; ") + ")")
+	return owner{name: u.Name, home: u.Home, cred: u.Cred}, nil
 }
 
 // chooseDir returns the cluster directory, created and owned by the
@@ -380,7 +363,7 @@ func initdb(ctx context.Context, binDir, dir string, o owner) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
 		"-D", scratch, "-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	cmd.Dir = dir
-	cmd.Env = clusterEnv(dir)
+	cmd.Env = pgproc.Env(dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.cred, Setpgid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(scratch)
@@ -444,7 +427,7 @@ func (s *Server) start(binDir, data string, o owner) error {
 		"-c", "max_connections=100",
 	)
 	s.cmd.Dir = s.Dir
-	s.cmd.Env = clusterEnv(s.Dir)
+	s.cmd.Env = pgproc.Env(s.Dir)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: o.cred,
@@ -566,12 +549,6 @@ func Reset(dir string) (string, error) {
 func (s *Server) logTail() string {
 	out, _ := os.ReadFile(filepath.Join(s.Dir, "postgres.log"))
 	return string(out)
-}
-
-// clusterEnv is the whole environment of initdb and postgres: inherited
-// PG* variables (PGPORT, PGDATA, ...) must not leak in.
-func clusterEnv(dir string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LC_ALL=C", "TZ=UTC"}
 }
 
 func exists(path string) bool {
