@@ -68,6 +68,44 @@ func ValidateMoment(m *run.Moment) error {
 	return err
 }
 
+// ClaimedTransition is a claimed commit that passed CheckClaimedCommit:
+// the transition to write (FuseChain), its schedule and its normalized
+// events.
+type ClaimedTransition struct {
+	Moment   *run.Moment
+	Schedule Schedule
+	Events   []run.Event
+}
+
+// CheckClaimedCommit runs a claimed commit's checks that need no lookup,
+// in the ports' order: the scope, the proposal (ValidateMoment, then the
+// chain, FuseChain), its schedule, the claim token's form (wellFormed,
+// the adapter's own token syntax), then the events.
+func CheckClaimedCommit(scope Scope, p CommitParams, wellFormed func(ClaimToken) bool) (ClaimedTransition, error) {
+	if err := scope.Validate(); err != nil {
+		return ClaimedTransition{}, err
+	}
+	if err := ValidateMoment(p.Moment); err != nil {
+		return ClaimedTransition{}, err
+	}
+	m, err := FuseChain(p)
+	if err != nil {
+		return ClaimedTransition{}, err
+	}
+	sched, err := ScheduleOf(m, true)
+	if err != nil {
+		return ClaimedTransition{}, err
+	}
+	if !wellFormed(p.ClaimToken) {
+		return ClaimedTransition{}, &InvalidCommitError{RunID: m.Run.ID, Reason: "claim token is missing or malformed"}
+	}
+	events, err := NormalizeEvents(m.Run.ID, m.Events)
+	if err != nil {
+		return ClaimedTransition{}, err
+	}
+	return ClaimedTransition{Moment: m, Schedule: sched, Events: events}, nil
+}
+
 // FuseChain validates a commit's chain, Moment then each of Then, and
 // returns the one transition it writes: the last moment's run, checkpoint
 // type, metadata and disposition, with every moment's events in order.

@@ -12,28 +12,12 @@ import (
 
 // Commit writes a moment under the claim fence (see ports.RunStore).
 func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
 	// Proposal validation precedes any lookup.
-	if err := ports.ValidateMoment(p.Moment); err != nil {
-		return nil, err
-	}
-	m, err := ports.FuseChain(p)
+	t, err := ports.CheckClaimedCommit(scope, p, wellFormedToken)
 	if err != nil {
 		return nil, err
 	}
-	sched, err := ports.ScheduleOf(m, true)
-	if err != nil {
-		return nil, err
-	}
-	if !wellFormedToken(p.ClaimToken) {
-		return nil, &ports.InvalidCommitError{RunID: m.Run.ID, Reason: "claim token is missing or malformed"}
-	}
-	events, err := ports.NormalizeEvents(m.Run.ID, m.Events)
-	if err != nil {
-		return nil, err
-	}
+	m, sched, events := t.Moment, t.Schedule, t.Events
 
 	row, err := s.lockRow(ctx, scope, m.Run.ID)
 	if err != nil {

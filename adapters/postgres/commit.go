@@ -35,29 +35,16 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 
 // prepareCommit validates and encodes a claimed commit for a batch.
 func prepareCommit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*pending[commitRow], error) {
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
 	// Proposal validation precedes any lookup.
-	if err := ports.ValidateMoment(p.Moment); err != nil {
-		return nil, err
-	}
-	m, err := ports.FuseChain(p)
+	var token tokenParam
+	t, err := ports.CheckClaimedCommit(scope, p, func(c ports.ClaimToken) (ok bool) {
+		token, ok = tokenArg(c)
+		return ok
+	})
 	if err != nil {
 		return nil, err
 	}
-	sched, err := ports.ScheduleOf(m, true)
-	if err != nil {
-		return nil, err
-	}
-	token, ok := tokenArg(p.ClaimToken)
-	if !ok {
-		return nil, &ports.InvalidCommitError{RunID: m.Run.ID, Reason: "claim token is missing or malformed"}
-	}
-	events, err := ports.NormalizeEvents(m.Run.ID, m.Events)
-	if err != nil {
-		return nil, err
-	}
+	m, sched, events := t.Moment, t.Schedule, t.Events
 	row, err := newCommitRow(scope, m, sched, token, events)
 	if err != nil {
 		return nil, err
