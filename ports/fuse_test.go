@@ -59,7 +59,7 @@ func TestFuseChainWritesTheLastMomentWithEveryEvent(t *testing.T) {
 func TestFuseChainRefusesABrokenChain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
+		name    string
 		breakIt func(first, last *run.Moment) (*run.Moment, *run.Moment)
 	}{
 		{"a skipped checkpoint", func(f, l *run.Moment) (*run.Moment, *run.Moment) {
