@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -68,8 +69,8 @@ func renderStatements(schema string) statements {
 	quoted := pgx.Identifier{schema}.Sanitize()
 	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
 	return statements{
-		claimDue:         r(sqlClaimDueLegacy),
-		claimDueWindowed: r(sqlClaimDueWindowed),
+		claimDue:         r(strings.ReplaceAll(sqlClaimDueLegacy, "{mode}", claim.AdmissionModeLegacy)),
+		claimDueWindowed: r(strings.ReplaceAll(sqlClaimDueWindowed, "{mode}", claim.AdmissionModeWindowed)),
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed+freshEventCTEs), commitClaimedFirstEventParam),
 		commitReplayable: bindEventCTEs(r(sqlCommitClaimed+eventCTEs), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed+eventCTEs), commitUnclaimedFirstEventParam),
@@ -120,6 +121,67 @@ func bindEventCTEs(sql string, first int) string {
 	return strings.NewReplacer(pairs...).Replace(sql)
 }
 
+// The parts both claim statements share: the isolation probe, the gate
+// and the authority of the policy's admission mode ({mode}, rendered per
+// statement); the expired class; and, after each statement's own outcome
+// assignments, the join with the picked rows, the returned lease columns
+// and the sentinel row of a closed gate.
+const claimGateCTEs = `
+WITH probe AS MATERIALIZED (
+    SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
+           current_setting('transaction_read_only') = 'on' AS read_only,
+           set_config('synchronous_commit', 'off', true) AS relaxed
+),
+gate AS MATERIALIZED (
+    SELECT p.admission_mode
+    FROM {schema}.docket_claim_policy AS p
+    WHERE p.id = 1
+      AND (SELECT pr.read_committed AND NOT pr.read_only FROM probe AS pr)
+    FOR SHARE OF p SKIP LOCKED
+),
+authority AS MATERIALIZED (
+    SELECT true AS granted FROM gate WHERE gate.admission_mode = '{mode}'
+),
+`
+
+const claimExpiredCTE = `expired AS MATERIALIZED (
+    SELECT r.id, r.claimed_at AS eligible_at
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NOT NULL
+      AND r.claimed_at < $3::timestamptz
+    ORDER BY r.claimed_at, r.id
+    LIMIT $2::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+`
+
+const claimOutcomeTail = `
+    FROM picked AS p
+    WHERE r.id = p.id
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
+              r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
+              r.poisoned_at, r.poison_reason, p.class, p.admission_order,
+              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
+)
+SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
+       o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
+       o.admission_order, o.state,
+       (SELECT count(*) FROM ready) AS ready_count,
+       (SELECT count(*) FROM expired) AS expired_count,
+       0 AS gate_code
+FROM outcome AS o
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+       CASE WHEN (SELECT read_only FROM probe) THEN -4
+            WHEN NOT (SELECT read_committed FROM probe) THEN -3
+            WHEN EXISTS (SELECT 1 FROM gate) THEN -2
+            ELSE -1
+       END
+WHERE NOT EXISTS (SELECT 1 FROM authority)`
+
 // sqlClaimDueLegacy is ClaimDue under the legacy FIFO policy
 // (claim.Legacy), as one autocommit statement.
 //
@@ -157,23 +219,7 @@ func bindEventCTEs(sql string, first int) string {
 //     committed document it leased (the holder skips a read).
 //
 // $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
-const sqlClaimDueLegacy = `
-WITH probe AS MATERIALIZED (
-    SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
-           current_setting('transaction_read_only') = 'on' AS read_only,
-           set_config('synchronous_commit', 'off', true) AS relaxed
-),
-gate AS MATERIALIZED (
-    SELECT p.admission_mode
-    FROM {schema}.docket_claim_policy AS p
-    WHERE p.id = 1
-      AND (SELECT pr.read_committed AND NOT pr.read_only FROM probe AS pr)
-    FOR SHARE OF p SKIP LOCKED
-),
-authority AS MATERIALIZED (
-    SELECT true AS granted FROM gate WHERE gate.admission_mode = 'legacy'
-),
-ready AS MATERIALIZED (
+const sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
@@ -184,18 +230,7 @@ ready AS MATERIALIZED (
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
-expired AS MATERIALIZED (
-    SELECT r.id, r.claimed_at AS eligible_at
-    FROM {schema}.docket_runs AS r
-    WHERE EXISTS (SELECT 1 FROM authority)
-      AND r.status = 'running' AND r.poisoned_at IS NULL
-      AND r.claim_token IS NOT NULL
-      AND r.claimed_at < $3::timestamptz
-    ORDER BY r.claimed_at, r.id
-    LIMIT $2::integer
-    FOR UPDATE OF r SKIP LOCKED
-),
-ranked AS (
+` + claimExpiredCTE + `ranked AS (
     SELECT id, eligible_at, 'ready'::text AS class,
            row_number() OVER (ORDER BY eligible_at, id) AS class_rank
     FROM ready
@@ -227,30 +262,7 @@ outcome AS (
         poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
         poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
                                   ELSE 'max_claim_attempts_exceeded' END,
-        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer THEN r.tenant_admitted_at END
-    FROM picked AS p
-    WHERE r.id = p.id
-      AND r.status = 'running' AND r.poisoned_at IS NULL
-    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
-              r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
-              r.poisoned_at, r.poison_reason, p.class, p.admission_order,
-              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
-)
-SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
-       o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
-       o.admission_order, o.state,
-       (SELECT count(*) FROM ready) AS ready_count,
-       (SELECT count(*) FROM expired) AS expired_count,
-       0 AS gate_code
-FROM outcome AS o
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
-       CASE WHEN (SELECT read_only FROM probe) THEN -4
-            WHEN NOT (SELECT read_committed FROM probe) THEN -3
-            WHEN EXISTS (SELECT 1 FROM gate) THEN -2
-            ELSE -1
-       END
-WHERE NOT EXISTS (SELECT 1 FROM authority)`
+        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer THEN r.tenant_admitted_at END` + claimOutcomeTail
 
 // sqlClaimDueWindowed is ClaimDue under the tenant-fair policy
 // (claim.WindowedInterleave), as one autocommit statement. It shares the
@@ -282,23 +294,7 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     clears it.
 //
 // $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
-const sqlClaimDueWindowed = `
-WITH probe AS MATERIALIZED (
-    SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
-           current_setting('transaction_read_only') = 'on' AS read_only,
-           set_config('synchronous_commit', 'off', true) AS relaxed
-),
-gate AS MATERIALIZED (
-    SELECT p.admission_mode
-    FROM {schema}.docket_claim_policy AS p
-    WHERE p.id = 1
-      AND (SELECT pr.read_committed AND NOT pr.read_only FROM probe AS pr)
-    FOR SHARE OF p SKIP LOCKED
-),
-authority AS MATERIALIZED (
-    SELECT true AS granted FROM gate WHERE gate.admission_mode = 'windowed'
-),
-sampled AS MATERIALIZED (
+const sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
     SELECT s.scope_key
     FROM {schema}.docket_claim_schedule AS s
     WHERE EXISTS (SELECT 1 FROM authority)
@@ -360,18 +356,7 @@ ready AS MATERIALIZED (
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
-expired AS MATERIALIZED (
-    SELECT r.id, r.claimed_at AS eligible_at
-    FROM {schema}.docket_runs AS r
-    WHERE EXISTS (SELECT 1 FROM authority)
-      AND r.status = 'running' AND r.poisoned_at IS NULL
-      AND r.claim_token IS NOT NULL
-      AND r.claimed_at < $3::timestamptz
-    ORDER BY r.claimed_at, r.id
-    LIMIT $2::integer
-    FOR UPDATE OF r SKIP LOCKED
-),
-ranked AS (
+` + claimExpiredCTE + `ranked AS (
     SELECT id, eligible_at, 'ready'::text AS class,
            row_number() OVER (ORDER BY scope_rank, eligible_at, id) AS class_rank
     FROM ready
@@ -404,30 +389,7 @@ outcome AS (
         poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
                                   ELSE 'max_claim_attempts_exceeded' END,
         tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer
-                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END
-    FROM picked AS p
-    WHERE r.id = p.id
-      AND r.status = 'running' AND r.poisoned_at IS NULL
-    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
-              r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
-              r.poisoned_at, r.poison_reason, p.class, p.admission_order,
-              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
-)
-SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
-       o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
-       o.admission_order, o.state,
-       (SELECT count(*) FROM ready) AS ready_count,
-       (SELECT count(*) FROM expired) AS expired_count,
-       0 AS gate_code
-FROM outcome AS o
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
-       CASE WHEN (SELECT read_only FROM probe) THEN -4
-            WHEN NOT (SELECT read_committed FROM probe) THEN -3
-            WHEN EXISTS (SELECT 1 FROM gate) THEN -2
-            ELSE -1
-       END
-WHERE NOT EXISTS (SELECT 1 FROM authority)`
+                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END` + claimOutcomeTail
 
 // sqlGateMode reads the admission gate's mode without locking it.
 const sqlGateMode = `SELECT admission_mode FROM {schema}.docket_claim_policy WHERE id = 1`
