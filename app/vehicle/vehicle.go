@@ -207,102 +207,115 @@ func (d *drive) loop(ctx context.Context, g *graph.Compiled, r *run.Run) Outcome
 	// The first plan treats the claim time as reached: a host whose clock
 	// is behind the claimer's cannot defer work the claimer found due.
 	floor := d.lease.ClaimedAt
+	var planned *superstep.Step
 	for {
 		if err := ctx.Err(); err != nil {
 			return d.interrupted(err)
 		}
-		stored, out, done := d.moment(ctx, g, r, floor)
+		stored, next, out, done := d.moment(ctx, g, r, floor, planned)
 		if done {
 			return out
 		}
-		floor = time.Time{}
-		r = stored
+		floor, r, planned = time.Time{}, stored, next
 	}
 }
 
 // moment makes one moment of r: plan, execute, settle, commit. It returns
 // the committed run to continue from, or the drive's outcome when done.
 // Its span carries the step it executes and the checkpoint it proposes.
-func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor time.Time) (stored *run.Run, out Outcome, done bool) {
+//
+// planned, when set, is r's next step as the previous moment's fusion
+// already planned it (a step that executes nodes: due then, due now), so
+// it is not planned twice; next is the same for the moment after this one.
+func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor time.Time, planned *superstep.Step) (stored *run.Run, next *superstep.Step, out Outcome, done bool) {
 	ctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactMoment,
 		ports.Label{Key: ports.LabelRunID, Value: r.ID},
 		ports.Label{Key: ports.LabelStep, Value: strconv.Itoa(r.Step)},
 		ports.Label{Key: ports.LabelCheckpointSeq, Value: strconv.FormatInt(r.CheckpointSeq+1, 10)})
 	defer func() { span.End(momentResult(stored, out), nil) }()
 
-	step, err := superstep.Advance(g, r, d.env(floor))
-	if err != nil {
-		return nil, d.crash(fmt.Errorf("plan run %q: %w", r.ID, err)), true
+	var step superstep.Step
+	if planned != nil {
+		step = *planned
+	} else {
+		var err error
+		if step, err = superstep.Advance(g, r, d.env(floor)); err != nil {
+			return nil, nil, d.crash(fmt.Errorf("plan run %q: %w", r.ID, err)), true
+		}
 	}
 	var m *run.Moment
 	switch step.Kind {
 	case superstep.Execute:
 		results, err := d.exec.Execute(ctx, r.ID, step.Activations)
 		if err != nil {
-			return nil, d.interrupted(err), true
+			return nil, nil, d.interrupted(err), true
 		}
 		// Settle reads the clock again: timestamps and retry deadlines
 		// count from the end of execution.
 		if m, err = superstep.Settle(g, r, step, results, d.env(floor)); err != nil {
-			return nil, d.crash(fmt.Errorf("settle run %q: %w", r.ID, err)), true
+			return nil, nil, d.crash(fmt.Errorf("settle run %q: %w", r.ID, err)), true
 		}
 	case superstep.Commit:
 		m = step.Moment
 	case superstep.Park:
-		return nil, d.deferUntil(ctx, r, step.ResumeAt), true
+		return nil, nil, d.deferUntil(ctx, r, step.ResumeAt), true
 	case superstep.Wait:
-		return nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID)), true
+		return nil, nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID)), true
 	case superstep.Terminal:
-		return nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is already terminal", r.ID)), true
+		return nil, nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is already terminal", r.ID)), true
 	default:
-		return nil, d.crash(fmt.Errorf("unknown step kind %d", step.Kind)), true
+		return nil, nil, d.crash(fmt.Errorf("unknown step kind %d", step.Kind)), true
 	}
 
-	chain, err := d.fuse(g, m, floor)
+	chain, ahead, err := d.fuse(g, m, floor)
 	if err != nil {
-		return nil, d.crash(err), true
+		return nil, nil, d.crash(err), true
 	}
 	last := chain[len(chain)-1]
 	fired := ""
 	if last.Disposition.Kind == run.DispositionContinue {
 		if fired = d.budgetFired(len(chain)); fired != "" {
 			if last, err = run.Yield(last, run.ReasonDrainBudget); err != nil {
-				return nil, d.crash(fmt.Errorf("yield run %q: %w", r.ID, err)), true
+				return nil, nil, d.crash(fmt.Errorf("yield run %q: %w", r.ID, err)), true
 			}
 			chain[len(chain)-1] = last
 		}
 	}
 	stored, out, ok := d.commit(ctx, chain)
 	if !ok {
-		return nil, out, true
+		return nil, nil, out, true
 	}
 	if last.Disposition.Kind != run.DispositionContinue {
-		return stored, Outcome{Kind: Parked, Park: last.Disposition.Kind, Committed: d.committed, Budget: fired}, true
+		return stored, nil, Outcome{Kind: Parked, Park: last.Disposition.Kind, Committed: d.committed, Budget: fired}, true
 	}
-	return stored, Outcome{}, false
+	return stored, ahead, Outcome{}, false
 }
 
 // fuse extends a continue moment with the moments that follow it at once
 // without running a node (the completion after a run's last step, say),
 // so that one commit carries them all (ports.CommitParams.Then), within
 // the drain budget. Planning on the proposed run is planning on what the
-// commit will store.
-func (d *drive) fuse(g *graph.Compiled, m *run.Moment, floor time.Time) ([]*run.Moment, error) {
-	chain := []*run.Moment{m}
+// commit will store; a step that executes nodes ends the chain and is
+// returned as ahead, the next moment's plan.
+func (d *drive) fuse(g *graph.Compiled, m *run.Moment, floor time.Time) (chain []*run.Moment, ahead *superstep.Step, err error) {
+	chain = []*run.Moment{m}
 	// A fired drain budget (moments, time, shutdown) stops the chain: its
 	// last continue becomes the yield, as without fusion.
 	for m.Disposition.Kind == run.DispositionContinue && d.budgetFired(len(chain)) == "" {
 		next, err := superstep.Advance(g, m.Run, d.env(floor))
 		if err != nil {
-			return nil, fmt.Errorf("plan run %q: %w", m.Run.ID, err)
+			return nil, nil, fmt.Errorf("plan run %q: %w", m.Run.ID, err)
 		}
 		if next.Kind != superstep.Commit {
+			if next.Kind == superstep.Execute {
+				ahead = &next // the next moment's plan, once this chain commits
+			}
 			break
 		}
 		m = next.Moment
 		chain = append(chain, m)
 	}
-	return chain, nil
+	return chain, ahead, nil
 }
 
 // momentResult is a moment span's result: ok once its commit succeeded,
