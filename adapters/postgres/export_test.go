@@ -36,14 +36,11 @@ func (s *Store) CommitBatchForTest(ctx context.Context, scope ports.Scope, ps []
 func (s *Store) InsertBatchForTest(ctx context.Context, owner ports.OwnerScope, ps []ports.InsertRunParams) []error {
 	batch := make([]*pending[insertRow], len(ps))
 	for i, p := range ps {
-		events, err := ports.ValidateInsert(p)
+		ins, err := prepareInsert(ctx, owner, p)
 		if err != nil {
 			panic(err)
 		}
-		doc, _ := encodeDocument(p.Moment.Run)
-		arrays, _ := encodeEvents(p.Moment.Run.ID, events)
-		batch[i] = newPending(ctx, p.Moment.Run.ID, insertRow{owner: owner, moment: p.Moment, wakeAt: ports.Micros(p.WakeAt),
-			doc: doc, events: events, arrays: arrays})
+		batch[i] = ins
 	}
 	s.flushInserts(ctx, batch)
 	errs := make([]error, len(ps))

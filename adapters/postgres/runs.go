@@ -19,6 +19,23 @@ import (
 // may share. The first insertion of an owner this store has not seen runs
 // in a transaction that first ensures the owner's claim partition.
 func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
+	ins, err := prepareInsert(ctx, owner, p)
+	if err != nil {
+		return nil, err
+	}
+	if _, known := s.partitions.Load(owner.Key()); known {
+		err = s.inserts.submit("insert run", ins)
+	} else {
+		err = s.insertAlone(ins)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.Moment.Run.Clone(), nil
+}
+
+// prepareInsert validates and encodes an insertion for a batch.
+func prepareInsert(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*pending[insertRow], error) {
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
@@ -35,17 +52,8 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	if err != nil {
 		return nil, err
 	}
-	ins := newPending(ctx, m.Run.ID, insertRow{owner: owner, moment: m, wakeAt: ports.Micros(p.WakeAt),
-		doc: doc, events: events, arrays: arrays})
-	if _, known := s.partitions.Load(owner.Key()); known {
-		err = s.inserts.submit("insert run", ins)
-	} else {
-		err = s.insertAlone(ins)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return m.Run.Clone(), nil
+	return newPending(ctx, m.Run.ID, insertRow{owner: owner, moment: m, wakeAt: ports.Micros(p.WakeAt),
+		doc: doc, events: events, arrays: arrays}), nil
 }
 
 // insertRow is one insertion, validated and encoded: one element of
