@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// blockingBatcher flushes one batch at a time and holds each flush until
+// release is closed, recording what every flush carried.
+type blockingBatcher struct {
+	*batcher[int]
+	release chan struct{}
+	recMu   sync.Mutex // guards flushed
+	flushed [][]string
+}
+
+// queued is how many writes wait for a flush.
+func (b *blockingBatcher) queued() int {
+	b.batcher.mu.Lock()
+	defer b.batcher.mu.Unlock()
+	return len(b.queue)
+}
+
+func newBlockingBatcher(maxBatch int) *blockingBatcher {
+	b := &blockingBatcher{release: make(chan struct{})}
+	b.batcher = &batcher[int]{maxBatch: maxBatch, maxFlushes: 1, flush: func(_ context.Context, batch []*pending[int]) {
+		ids := make([]string, len(batch))
+		for i, p := range batch {
+			ids[i] = p.runID
+		}
+		b.recMu.Lock()
+		b.flushed = append(b.flushed, ids)
+		b.recMu.Unlock()
+		<-b.release
+		for _, p := range batch {
+			p.result <- nil
+		}
+	}}
+	return b
+}
+
+func (b *blockingBatcher) flushes() [][]string {
+	b.recMu.Lock()
+	defer b.recMu.Unlock()
+	return append([][]string(nil), b.flushed...)
+}
+
+func TestWritesQueuedBehindABusyFlushLeaveTogetherAtMostOnePerRun(t *testing.T) {
+	t.Parallel()
+	b := newBlockingBatcher(3)
+	errs := make(chan error, 6)
+	submit := func(runID string) {
+		go func() { errs <- b.submit("test", newPending(context.Background(), runID, 0)) }()
+	}
+	submit("a")
+	require.Eventually(t, func() bool { return len(b.flushes()) == 1 }, 5*time.Second, time.Millisecond)
+	for _, id := range []string{"b", "c", "b", "d", "e"} {
+		submit(id)
+	}
+	require.Eventually(t, func() bool { return b.queued() == 5 }, 5*time.Second, time.Millisecond)
+	close(b.release)
+	for range 6 {
+		require.NoError(t, <-errs)
+	}
+	got := b.flushes()
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"a"}, got[0], "a lone write leaves at once")
+	assert.Len(t, got[1], 3, "queued writes leave together, up to the batch limit")
+	assert.NotContains(t, got[1][1:], got[1][0])
+	count := map[string]int{}
+	for _, batch := range got {
+		seen := map[string]bool{}
+		for _, id := range batch {
+			assert.False(t, seen[id], "run %s twice in one batch", id)
+			seen[id] = true
+			count[id]++
+		}
+	}
+	assert.Equal(t, map[string]int{"a": 1, "b": 2, "c": 1, "d": 1, "e": 1}, count)
+}
+
+func TestACallerThatGivesUpWhileQueuedIsNeverSent(t *testing.T) {
+	t.Parallel()
+	b := newBlockingBatcher(8)
+	first := make(chan error, 1)
+	go func() { first <- b.submit("test", newPending(context.Background(), "a", 0)) }()
+	require.Eventually(t, func() bool { return len(b.flushes()) == 1 }, 5*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() { queued <- b.submit("test", newPending(ctx, "b", 0)) }()
+	require.Eventually(t, func() bool { return b.queued() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-queued, context.Canceled)
+	close(b.release)
+	require.NoError(t, <-first)
+	assert.Equal(t, [][]string{{"a"}}, b.flushes(), "the withdrawn write was never flushed")
+}
+
+func TestABatchStatementIsCancelledOnlyWhenEveryCallerGaveUp(t *testing.T) {
+	t.Parallel()
+	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxB, cancelB := context.WithCancel(context.Background())
+	batch := []*pending[int]{newPending(ctxA, "a", 0), newPending(ctxB, "b", 0)}
+	ctx, release := batchContext(batch)
+	defer release()
+	cancelA()
+	select {
+	case <-ctx.Done():
+		t.Fatal("one caller giving up cancelled the shared statement")
+	case <-time.After(20 * time.Millisecond):
+	}
+	cancelB()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the statement outlived every caller")
+	}
+}
