@@ -30,7 +30,7 @@ var (
 	wantIndexes = []string{
 		"docket_claim_partitions_pkey", "docket_claim_policy_pkey", "docket_claim_schedule_pkey",
 		"docket_claim_schedule_ring_position_key",
-		"docket_events_inserted_at_id_index", "docket_events_pkey", "docket_events_run_id_seq_index",
+		"docket_events_inserted_at_id_index", "docket_events_run_id_seq_index",
 		"docket_graph_versions_pkey", "docket_graph_versions_scope_graph_index",
 		"docket_graph_versions_scope_revision_order_index",
 		"docket_runs_claimed_at_id_index", "docket_runs_graph_id_graph_hash_index", "docket_runs_list_order_index",

@@ -448,9 +448,10 @@ written AS (
 ),
 ` + wakeCTE + `
 SELECT m.ord,
-       (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
+       COALESCE(w.n, 0) AS written,
        (SELECT count(*) FROM wake) AS side_effects
-FROM moved AS m`
+FROM moved AS m
+LEFT JOIN (SELECT run_id, count(*) AS n FROM written GROUP BY run_id) AS w ON w.run_id = m.run_id`
 
 // eventCTEs appends the moments' events after the CTE "moved" (one row per
 // run that was written, with its moment's ord, sched and at; none for a
@@ -507,9 +508,10 @@ tripwire AS (
 ),
 ` + wakeCTE + `
 SELECT m.ord,
-       (SELECT count(*) FROM written AS w WHERE w.run_id = m.run_id) AS written,
+       COALESCE(w.n, 0) AS written,
        (SELECT count(*) FROM tripwire) + (SELECT count(*) FROM wake) AS side_effects
-FROM moved AS m`
+FROM moved AS m
+LEFT JOIN (SELECT run_id, count(*) AS n FROM written GROUP BY run_id) AS w ON w.run_id = m.run_id`
 
 // sqlCommitClaimed is the fused claimed commit of one or more runs' moments:
 // one statement, no explicit transaction. Every moment is one element of
@@ -862,7 +864,7 @@ WHERE r.run_id = $1::text AND ($2::boolean OR r.scope_key = $3::text)`
 // ($1 cutoff, $2 batch size)
 const sqlPruneEvents = `
 WITH victims AS (
-    SELECT e.id
+    SELECT e.run_id, e.seq
     FROM {schema}.docket_events AS e
     WHERE e.inserted_at < $1::timestamptz
     ORDER BY e.inserted_at, e.id
@@ -872,8 +874,8 @@ WITH victims AS (
 deleted AS (
     DELETE FROM {schema}.docket_events AS e
     USING victims AS v
-    WHERE e.id = v.id
-    RETURNING e.id
+    WHERE e.run_id = v.run_id AND e.seq = v.seq
+    RETURNING e.seq
 )
 SELECT count(*) FROM deleted`
 

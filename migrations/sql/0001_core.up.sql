@@ -88,8 +88,11 @@ CREATE UNIQUE INDEX docket_runs_run_id_index
 -- Newest-first listing with the immutable (started_at, run_id) cursor.
 CREATE INDEX docket_runs_list_order_index
     ON {{.Schema}}.docket_runs (started_at DESC, run_id DESC);
+-- A tenant's listing filters on tenant_id = $1, which implies NOT NULL:
+-- tenantless runs need no entry here (the plain list order serves them).
 CREATE INDEX docket_runs_tenant_list_order_index
-    ON {{.Schema}}.docket_runs (tenant_id, started_at DESC, run_id DESC);
+    ON {{.Schema}}.docket_runs (tenant_id, started_at DESC, run_id DESC)
+    WHERE tenant_id IS NOT NULL;
 CREATE INDEX docket_runs_tenant_id_status_index
     ON {{.Schema}}.docket_runs (tenant_id, status)
     WHERE tenant_id IS NOT NULL;
@@ -135,15 +138,14 @@ CREATE TABLE {{.Schema}}.docket_events (
     metadata    bytea       NOT NULL,
     occurred_at timestamptz NOT NULL,
     inserted_at timestamptz NOT NULL,
-    CONSTRAINT docket_events_pkey PRIMARY KEY (id),
+    -- One event per (run, seq): the fused commit's idempotency key and
+    -- every reader's access path. id only orders the pruner's scan, so it
+    -- has no index of its own (one index entry less per event written).
+    CONSTRAINT docket_events_run_id_seq_index PRIMARY KEY (run_id, seq),
     CONSTRAINT docket_events_run_id_fkey
         FOREIGN KEY (run_id) REFERENCES {{.Schema}}.docket_runs (run_id)
         ON DELETE CASCADE
 );
-
--- One event per (run, seq); the fused commit's idempotency key.
-CREATE UNIQUE INDEX docket_events_run_id_seq_index
-    ON {{.Schema}}.docket_events (run_id, seq);
 
 -- The pruner's event scan (ORDER BY inserted_at, id).
 CREATE INDEX docket_events_inserted_at_id_index

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -19,6 +20,7 @@ func main() {
 	conc := flag.Int("c", 32, "dispatcher concurrency")
 	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain")
+	mem := flag.String("memprofile", "", "write a heap profile of the drain's allocations")
 	keep := flag.Bool("keep", false, "keep the database")
 	stacks := flag.String("goroutines", "", "write a goroutine profile three seconds into the drain")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
@@ -68,7 +70,14 @@ func main() {
 			_ = f.Close()
 		})
 	}
+	if *mem != "" {
+		runtime.MemProfileRate = 64 << 10
+		runtime.GC() // the profile then counts only the drain's allocations
+	}
 	res, err := d.Drain(ctx, *runs, 5*time.Minute)
+	if *mem != "" {
+		writeHeapProfile(*mem)
+	}
 	fmt.Printf("drained %d runs in %s: %.0f runs/s, %.0f step commits/s (err %v)\n", res.Jobs, res.Elapsed.Round(time.Millisecond),
 		float64(res.Jobs)/res.Elapsed.Seconds(), float64(res.Jobs*d.Steps)/res.Elapsed.Seconds(), err)
 	if err := dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, *runs); err != nil {
@@ -78,4 +87,17 @@ func main() {
 		fmt.Println("database", db.Name)
 	}
 	d.Close(ctx)
+}
+
+// writeHeapProfile writes the allocations counted since the profile rate
+// was set (view with -sample_index=alloc_space).
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Fatal(err)
+	}
 }
