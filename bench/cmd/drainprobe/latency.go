@@ -98,3 +98,30 @@ func latency(ctx context.Context, d *dbbench.Docket, log *spanLog, n int) error 
 	}
 	return nil
 }
+
+// printSpanDurations prints, per span name, how many ended and their
+// duration's mean, p50, p95 and total: where a drain's time goes.
+func printSpanDurations(spans []*span) {
+	byName := map[string][]time.Duration{}
+	var order []string
+	for _, s := range spans {
+		if s.end.IsZero() {
+			continue
+		}
+		if _, ok := byName[s.name]; !ok {
+			order = append(order, s.name)
+		}
+		byName[s.name] = append(byName[s.name], s.end.Sub(s.start))
+	}
+	for _, name := range order {
+		ds := byName[name]
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		var total time.Duration
+		for _, d := range ds {
+			total += d
+		}
+		fmt.Printf("  %-32s %7d  mean %9s  p50 %9s  p95 %9s  total %s\n", name, len(ds),
+			(total / time.Duration(len(ds))).Round(time.Microsecond), ds[len(ds)/2].Round(time.Microsecond),
+			ds[len(ds)*95/100].Round(time.Microsecond), total.Round(time.Millisecond))
+	}
+}

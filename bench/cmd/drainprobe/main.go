@@ -23,6 +23,7 @@ func main() {
 	mem := flag.String("memprofile", "", "write a heap profile of the drain's allocations")
 	keep := flag.Bool("keep", false, "keep the database")
 	stacks := flag.String("goroutines", "", "write a goroutine profile three seconds into the drain")
+	spanStats := flag.Bool("spans", false, "record engine spans during the drain and print their durations")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
 	flag.Parse()
 	ctx := context.Background()
@@ -39,7 +40,7 @@ func main() {
 	}
 	spans := &spanLog{}
 	opts := dbbench.DocketOptions{Shape: *shape, Concurrency: *conc}
-	if *lat > 0 {
+	if *lat > 0 || *spanStats {
 		opts.Telemetry = spans
 	}
 	d, err := dbbench.OpenDocket(ctx, db, opts)
@@ -74,12 +75,16 @@ func main() {
 		runtime.MemProfileRate = 64 << 10
 		runtime.GC() // the profile then counts only the drain's allocations
 	}
+	_ = spans.take() // the start phase's spans
 	res, err := d.Drain(ctx, *runs, 5*time.Minute)
 	if *mem != "" {
 		writeHeapProfile(*mem)
 	}
 	fmt.Printf("drained %d runs in %s: %.0f runs/s, %.0f step commits/s (err %v)\n", res.Jobs, res.Elapsed.Round(time.Millisecond),
 		float64(res.Jobs)/res.Elapsed.Seconds(), float64(res.Jobs*d.Steps)/res.Elapsed.Seconds(), err)
+	if *spanStats {
+		printSpanDurations(spans.take())
+	}
 	if err := dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, *runs); err != nil {
 		fmt.Println("GATES FAILED:", err)
 	}
