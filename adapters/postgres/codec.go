@@ -14,16 +14,17 @@ import (
 
 // eventArrays are a moment's events as parallel typed arrays, the shape
 // the statements unnest (one array parameter per column, whatever the
-// number of events).
+// number of events). Slices pgx has no direct plan for are FlatArrays, so
+// they encode without reflection.
 type eventArrays struct {
 	seqs       []int64
 	types      []string
 	steps      []int32
-	nodeIDs    []*string
-	channelIDs []*string
-	taskIDs    []*string
-	payloads   [][]byte
-	metadata   [][]byte
+	nodeIDs    pgtype.FlatArray[*string]
+	channelIDs pgtype.FlatArray[*string]
+	taskIDs    pgtype.FlatArray[*string]
+	payloads   pgtype.FlatArray[[]byte]
+	metadata   pgtype.FlatArray[[]byte]
 	occurred   []time.Time
 }
 
@@ -52,8 +53,9 @@ func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 	n := len(events)
 	a := eventArrays{
 		seqs: make([]int64, 0, n), types: make([]string, 0, n), steps: make([]int32, 0, n),
-		nodeIDs: make([]*string, 0, n), channelIDs: make([]*string, 0, n), taskIDs: make([]*string, 0, n),
-		payloads: make([][]byte, 0, n), metadata: make([][]byte, 0, n), occurred: make([]time.Time, 0, n),
+		nodeIDs: make(pgtype.FlatArray[*string], 0, n), channelIDs: make(pgtype.FlatArray[*string], 0, n),
+		taskIDs: make(pgtype.FlatArray[*string], 0, n), payloads: make(pgtype.FlatArray[[]byte], 0, n),
+		metadata: make(pgtype.FlatArray[[]byte], 0, n), occurred: make([]time.Time, 0, n),
 	}
 	for _, e := range events {
 		if e.Step > math.MaxInt32 {

@@ -9,6 +9,7 @@ import (
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Commit writes a moment under the claim fence (see ports.RunStore and
@@ -153,10 +154,10 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 	statuses, types, scheds := make([]string, n), make([]string, n), make([]string, n)
 	systems := make([]bool, n)
 	started, updated := make([]time.Time, n), make([]time.Time, n)
-	finished, ats := make([]*time.Time, n), make([]*time.Time, n)
+	finished, ats := make(pgtype.FlatArray[*time.Time], n), make(pgtype.FlatArray[*time.Time], n)
 	expected, seqs, eventSeqs := make([]int64, n), make([]int64, n), make([]int64, n)
 	tokens := make(tokenArray, n)
-	states := make([][]byte, n)
+	states := make(pgtype.FlatArray[[]byte], n)
 	var events eventArrays
 	var eventOrds []int32
 	for i, c := range batch {

@@ -10,6 +10,7 @@ import (
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/uptrace/bun"
 )
 
@@ -125,11 +126,11 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 	n := len(batch)
 	ords, steps := make([]int32, n), make([]int32, n)
 	runIDs, graphIDs, hashes, statuses, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	tenants := make([]*string, n)
-	states := make([][]byte, n)
+	tenants := make(pgtype.FlatArray[*string], n)
+	states := make(pgtype.FlatArray[[]byte], n)
 	seqs, eventSeqs := make([]int64, n), make([]int64, n)
 	wakes, started, updated := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
-	finished := make([]*time.Time, n)
+	finished := make(pgtype.FlatArray[*time.Time], n)
 	var events eventArrays
 	var eventOrds []int32
 	for i, ins := range batch {

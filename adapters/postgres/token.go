@@ -35,11 +35,21 @@ func (tokenParam) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedTo
 func (tokenParam) LogValue() slog.Value         { return slog.StringValue(redactedToken) }
 
 // tokenArray is a batch of claim tokens bound to a $n::uuid[] parameter.
-// The extended protocol encodes it element by element (binary uuids); the
-// simple protocol, which knows no parameter types, takes the array
-// literal from Value. Every rendering prints "[redacted]" per element, as
-// tokenParam does.
+// The extended protocol encodes it element by element (binary uuids,
+// through pgtype.ArrayGetter); the simple protocol, which knows no
+// parameter types, takes the array literal from Value. Every rendering
+// prints "[redacted]" per element, as tokenParam does.
 type tokenArray []tokenParam
+
+var _ pgtype.ArrayGetter = tokenArray(nil)
+
+// Dimensions, Index and IndexType make the array codec encode the tokens
+// directly; without them pgx would format Value's literal and parse it.
+func (a tokenArray) Dimensions() []pgtype.ArrayDimension {
+	return pgtype.FlatArray[tokenParam](a).Dimensions()
+}
+func (a tokenArray) Index(i int) any { return a[i] }
+func (a tokenArray) IndexType() any  { return tokenParam{} }
 
 // Value is the array literal of the simple protocol.
 func (a tokenArray) Value() (driver.Value, error) {
