@@ -20,12 +20,13 @@ import (
 // An attempt settles once: by Call when the node returns or panics, by
 // Call's goroutine exiting through runtime.Goexit, or by Abandon.
 type Direct struct {
-	ctx      attemptContext
-	node     node.Node
-	in       node.Input
-	deadline time.Time
-	state    atomic.Int32
-	result   superstep.Result // written by Call's goroutine before it settles
+	ctx  attemptContext // holds the attempt's Task, the third part of its input
+	node node.Node
+	// view and config are the rest of the node's input.
+	view, config map[string]any
+	deadline     time.Time
+	state        atomic.Int32
+	result       superstep.Result // written by Call's goroutine before it settles
 }
 
 const (
@@ -46,7 +47,7 @@ func (e *Executor) Prepare(parent context.Context, runID string, act *superstep.
 		return nil, *failed
 	}
 	deadline := time.Now().Add(e.Deadline(act.Policy.TimeoutMS))
-	d := &Direct{node: n, in: in, deadline: deadline}
+	d := &Direct{node: n, view: in.State, config: in.Config, deadline: deadline}
 	d.ctx = attemptContext{parent: parent, deadline: deadline, task: in.Task}
 	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		d.ctx.deadline = pd
@@ -79,7 +80,7 @@ func (d *Direct) Call() (r superstep.Result, owned bool) {
 		}
 		owned = d.settle(r)
 	}()
-	out, err := d.node.Call(&d.ctx, d.in)
+	out, err := d.node.Call(&d.ctx, node.Input{State: d.view, Config: d.config, Task: d.ctx.task})
 	returned = true
 	if !d.state.CompareAndSwap(directRunning, directSettled) {
 		return superstep.Result{}, false

@@ -175,11 +175,14 @@ func newBatch(n int) *batch {
 func (e *Executor) start(parent context.Context, runID string, acts []superstep.Activation) *batch {
 	b := newBatch(len(acts))
 	now := time.Now()
+	// A lone owned activation has no sibling to race, and the planner
+	// promised nothing reads its view once it has executed.
+	owned := len(acts) == 1 && acts[0].Owned
 	for i := range acts {
 		act := &acts[i]
 		a := &b.attempts[i]
 		a.group = b.groupFor(now, e.Deadline(act.Policy.TimeoutMS))
-		n, in, failed := e.prepare(runID, act, false)
+		n, in, failed := e.prepare(runID, act, owned)
 		if failed != nil {
 			a.report = report{failed: failed}
 			b.done <- i
@@ -193,8 +196,8 @@ func (e *Executor) start(parent context.Context, runID string, acts []superstep.
 
 // prepare resolves act's node and builds its input, or returns the failure
 // of an unknown implementation. owned hands an owned activation's view to
-// the node without the top-level copies (Execute never does: its attempts
-// run beside each other and the caller may keep the activations).
+// the node without the top-level copies (Execute does so only for a lone
+// activation: several attempts run beside each other).
 func (e *Executor) prepare(runID string, act *superstep.Activation, owned bool) (node.Node, node.Input, *superstep.Result) {
 	n, found := e.Nodes.Lookup(act.Implementation)
 	if !found {

@@ -310,6 +310,27 @@ func TestExecuteGivesEachAttemptItsIdentityAndAPrivateSnapshot(t *testing.T) {
 	assert.Equal(t, map[string]any{"field": "out"}, act.Config, "the activation's config is untouched")
 }
 
+func TestExecuteHandsOnlyALoneOwnedActivationItsView(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().MustRegister("write", call(func(_ context.Context, in node.Input) (node.Output, error) {
+		in.State["topic"] = "mutated by " + in.Task.NodeID
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+
+	lone := activation("n", "write")
+	lone.Owned = true
+	execute(t, e, lone)
+	assert.Equal(t, "mutated by n", lone.Snapshot["topic"], "a lone owned view is handed over, not copied")
+
+	shared := map[string]any{"topic": "go"}
+	a, b := activation("a", "write"), activation("b", "write")
+	a.Snapshot, b.Snapshot = shared, shared
+	a.Owned, b.Owned = true, true
+	execute(t, e, a, b)
+	assert.Equal(t, map[string]any{"topic": "go"}, shared, "attempts running beside each other get copies")
+}
+
 func TestExecuteWithoutResolverIsAnError(t *testing.T) {
 	t.Parallel()
 	_, err := (&executor.Executor{}).Execute(context.Background(), "run_1", []superstep.Activation{activation("n", "x")})

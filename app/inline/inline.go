@@ -166,22 +166,20 @@ type driver struct {
 }
 
 func newDriver[G Graph](g G, opts []Option) (*driver, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
+	d := &driver{}
+	if err := setConfig(&d.cfg, opts); err != nil {
 		return nil, err
 	}
-	compiled, err := compile(g, cfg)
+	cfg := &d.cfg
+	compiled, err := compile(g, *cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := superstep.CheckExecutionPolicy(compiled, int(cfg.maxAttemptElapsed.Milliseconds())); err != nil {
 		return nil, err
 	}
-	d := &driver{
-		g:    compiled,
-		cfg:  cfg,
-		exec: executor.Executor{Nodes: cfg.registry, MaxAttemptElapsed: cfg.maxAttemptElapsed},
-	}
+	d.g = compiled
+	d.exec = executor.Executor{Nodes: cfg.registry, MaxAttemptElapsed: cfg.maxAttemptElapsed}
 	d.newInterruptID = func() string { return d.cfg.newID("interrupt_") }
 	d.watchEvery = d.exec.Deadline(superstep.ShortestTimeoutMS(compiled))
 	return d, nil
@@ -223,8 +221,12 @@ func (d *driver) start(runID string, input, metadata map[string]any) (*run.Run, 
 	if err != nil {
 		return nil, err
 	}
-	return d.accept(&run.Run{}, m)
+	return d.accept(uncommitted, m)
 }
+
+// uncommitted is what a new run's initialization is fenced on: nothing
+// committed, sequence 0. It is never written.
+var uncommitted = &run.Run{}
 
 // startCreated initializes a created run built by NewRun (or by hand).
 func (d *driver) startCreated(r *run.Run) (*run.Run, error) {
@@ -336,9 +338,9 @@ func (d *driver) accept(committed *run.Run, m *run.Moment) (*run.Run, error) {
 	}
 	if d.checkpoints == nil {
 		// Room for initialization, a superstep per node and completion, so
-		// an acyclic run appends without growing; nil until something
-		// commits.
-		d.checkpoints = make([]run.Checkpoint, 0, max(8, len(d.g.NodeIDs)+2))
+		// an acyclic run without retries appends without growing; nil
+		// until something commits.
+		d.checkpoints = make([]run.Checkpoint, 0, len(d.g.NodeIDs)+2)
 	}
 	d.checkpoints = append(d.checkpoints, m.Checkpoint())
 	return m.Run, nil

@@ -80,30 +80,33 @@ func WithMaxAttemptElapsed(d time.Duration) Option {
 	return func(c *config) { c.maxAttemptElapsed = d }
 }
 
-func newConfig(opts []Option) (config, error) {
-	c := config{
+// setConfig fills c from the defaults and opts. It fills the caller's
+// config in place: options are opaque functions, so a local one would
+// escape to the heap.
+func setConfig(c *config, opts []Option) error {
+	*c = config{
 		clock:             time.Now,
 		sleeper:           sleep,
 		newID:             randomID,
 		maxAttemptElapsed: executor.DefaultMaxAttemptElapsed,
 	}
 	for _, opt := range opts {
-		opt(&c)
+		opt(c)
 	}
 	if c.registry == nil {
 		c.registry = node.NewRegistry()
 	}
 	switch {
 	case c.clock == nil || c.sleeper == nil || c.newID == nil:
-		return c, fmt.Errorf("%w: clock, sleeper and id generator must not be nil", ErrInvalidOption)
+		return fmt.Errorf("%w: clock, sleeper and id generator must not be nil", ErrInvalidOption)
 	case c.maxSupersteps < 0:
-		return c, fmt.Errorf("%w: max supersteps %d is negative", ErrInvalidOption, c.maxSupersteps)
+		return fmt.Errorf("%w: max supersteps %d is negative", ErrInvalidOption, c.maxSupersteps)
 	case c.maxSteps < 0:
-		return c, fmt.Errorf("%w: max steps %d is negative", ErrInvalidOption, c.maxSteps)
+		return fmt.Errorf("%w: max steps %d is negative", ErrInvalidOption, c.maxSteps)
 	case c.maxAttemptElapsed < time.Millisecond:
-		return c, fmt.Errorf("%w: max attempt elapsed %s is below 1ms", ErrInvalidOption, c.maxAttemptElapsed)
+		return fmt.Errorf("%w: max attempt elapsed %s is below 1ms", ErrInvalidOption, c.maxAttemptElapsed)
 	}
-	return c, nil
+	return nil
 }
 
 func (c *config) now() time.Time { return c.clock().UTC().Truncate(time.Microsecond) }

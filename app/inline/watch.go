@@ -106,7 +106,7 @@ func (d *driver) watch(ctx context.Context, r *run.Run, once bool) (*run.Run, er
 		}
 		return v.r, v.err
 	}
-	go v.run(nil)
+	go v.runFresh(nil)
 
 	v.timer.Reset(d.watchEvery)
 	done := ctx.Done()
@@ -124,7 +124,7 @@ func (d *driver) watch(ctx context.Context, r *run.Run, once bool) (*run.Run, er
 				v.mu.Lock()
 				v.current = nil
 				v.mu.Unlock()
-				go v.run(&ev.result)
+				go v.runFresh(&ev.result)
 			}
 		case <-v.timer.C:
 			v.checkDeadline()
@@ -163,7 +163,7 @@ func (v *drive) checkDeadline() {
 	if a.Abandon(context.DeadlineExceeded) {
 		v.current, v.abandoned = nil, true
 		timeout := executor.Timeout()
-		go v.run(&timeout)
+		go v.runFresh(&timeout)
 	}
 	// Either way the next attempt starts from now: none of them ends
 	// sooner than watchEvery.
@@ -184,6 +184,34 @@ func (v *drive) recycle() {
 	*v = drive{events: v.events, timer: v.timer}
 	drives.Put(v)
 }
+
+// runFresh is run on a new drive goroutine.
+func (v *drive) runFresh(resumed *superstep.Result) {
+	growStack()
+	v.run(resumed)
+}
+
+// driveStackPad is the stack room growStack claims: enough for the deepest
+// path of a superstep (plan, settle, barrier, propose) on a 16 KiB stack.
+const driveStackPad = 12 << 10
+
+// growStack gives the calling goroutine a stack of driveStackPad bytes and
+// more before the loop needs it. A goroutine starts with a small stack that
+// doubles each time a call overflows it, and every doubling copies every
+// frame on it: the settle path overflows it three times per run, each time
+// at its full depth. One frame of driveStackPad bytes makes the runtime
+// grow the stack to fit it at once while only this frame is on it.
+//
+//go:noinline
+func growStack() {
+	var pad [driveStackPad]byte
+	touchStack(pad[:])
+}
+
+// touchStack keeps growStack's frame from being optimized away.
+//
+//go:noinline
+func touchStack([]byte) {}
 
 // run is a drive goroutine: it settles a superstep whose direct attempt the
 // watchdog settled (resumed), then loops. Its last word goes to the

@@ -49,6 +49,25 @@ const (
 // within the moment: like every proposed value it is read-only. Propose
 // never touches committed. now is used truncated to microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
+	m := new(Moment)
+	propose(m, committed, next, runtimeEvents, ctype, d, now)
+	return m
+}
+
+// ProposeNext is Propose for a next run held by value, typically an edited
+// copy of committed: the moment and its run share one allocation, which
+// saves one on every transition. The returned moment's Run points into it.
+func ProposeNext(committed *Run, next Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
+	p := &struct {
+		moment Moment
+		run    Run
+	}{run: next}
+	propose(&p.moment, committed, &p.run, runtimeEvents, ctype, d, now)
+	return &p.moment
+}
+
+// propose fills m with the transition from committed to next (see Propose).
+func propose(m *Moment, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var baseCheckpoint, baseEvent int64
 	var committedWrites []PendingWrite
@@ -98,7 +117,7 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 	})
 	next.EventSeq = seq
 
-	return &Moment{
+	*m = Moment{
 		Run:            next,
 		Events:         events,
 		CheckpointType: ctype,

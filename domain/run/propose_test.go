@@ -64,6 +64,24 @@ func TestProposeReproducesTheSpecRetryParkMetadata(t *testing.T) {
 	require.NoError(t, m.Run.Validate())
 }
 
+func TestProposeNextProposesWhatProposeDoes(t *testing.T) {
+	t.Parallel()
+	committed, next := retryParkPair()
+	byValue := *next
+	events := func() []Event {
+		return []Event{{Type: EventNodeFailed, NodeID: "slow", TaskID: "r:0:slow",
+			Payload: map[string]any{"attempt": int64(1), "reason": "timeout", "will_retry": true}}}
+	}
+	d := Disposition{Kind: DispositionAt, At: at(50), Reason: ReasonRetryBackoff}
+
+	want := Propose(committed, next, events(), CheckpointRetryScheduled, d, at(10))
+	got := ProposeNext(committed, byValue, events(), CheckpointRetryScheduled, d, at(10))
+
+	assert.Equal(t, want, got)
+	assert.Equal(t, int64(3), byValue.CheckpointSeq, "the caller's copy is left alone")
+	require.NoError(t, got.Run.Validate())
+}
+
 func TestProposeInitMomentMetadata(t *testing.T) {
 	t.Parallel()
 	next := runningRun()

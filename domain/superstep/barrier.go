@@ -104,8 +104,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	}
 
 	// 3. Edges of the nodes that completed with an update.
-	var triggeredBuf [8]*graph.RuntimeEdge
-	triggered, finish, gerr := fireEdges(triggeredBuf[:0], g, idx, channels, okNodes, changedFields)
+	var triggeredBuf, finishBuf [8]*graph.RuntimeEdge
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, okNodes, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -257,7 +257,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 			},
 		})
 	}
-	return run.Propose(r, &next, events, ctype, disposition, now), nil
+	return run.ProposeNext(r, next, events, ctype, disposition, now), nil
 }
 
 // bump writes v to a channel: a new channel gets version 1, an existing one
@@ -293,11 +293,12 @@ func guardReasons(err error) []string {
 }
 
 // fireEdges evaluates the outgoing edges of the nodes that completed with an
-// update, appending the fired ones to triggered (the caller's buffer). A barrier edge records its completed sources and becomes a
+// update, appending the fired ones to triggered and finish (the caller's
+// buffers). A barrier edge records its completed sources and becomes a
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(triggered []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (_, finish []*graph.RuntimeEdge, gf *guardFailure) {
+func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
 	var edgeIDs []string
 	switch len(okNodes) {
 	case 0:

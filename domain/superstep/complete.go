@@ -12,7 +12,7 @@ import (
 // complete ends a quiescent run (spec 7.10): every declared output takes the
 // committed value of its source channel, or null when it was never written
 // (defaults and reducer zeros are not outputs).
-func complete(g *graph.Compiled, r *run.Run, now time.Time) *run.Moment {
+func complete(g *graph.Compiled, idx *index, r *run.Run, now time.Time) *run.Moment {
 	outputs := g.Outputs
 	if !slices.IsSortedFunc(outputs, func(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) }) {
 		outputs = slices.Clone(outputs)
@@ -26,14 +26,16 @@ func complete(g *graph.Compiled, r *run.Run, now time.Time) *run.Moment {
 			v = c.Value
 		}
 		out[o.ID] = v
-		ids[i] = o.ID
+		ids[i] = idx.box(o.ID)
 	}
 	next := *r
 	next.Status = run.StatusDone
 	next.Output = out
 	next.FinishedAt = now
 	next.UpdatedAt = now
-	events := []run.Event{{Type: run.EventRunCompleted, Step: r.Step, Payload: map[string]any{"outputs": ids}}}
-	return run.Propose(r, &next, events, run.CheckpointRunCompleted,
+	// Room for the checkpoint_committed event Propose appends.
+	events := make([]run.Event, 1, 2)
+	events[0] = run.Event{Type: run.EventRunCompleted, Step: r.Step, Payload: map[string]any{"outputs": ids}}
+	return run.ProposeNext(r, next, events, run.CheckpointRunCompleted,
 		run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunCompleted}, now)
 }

@@ -58,7 +58,7 @@ func failRun(r *run.Run, events []run.Event, f *run.Failure, now time.Time) *run
 		NodeID:  f.NodeID,
 		Payload: payload,
 	})
-	return run.Propose(r, &next, events, run.CheckpointRunFailed,
+	return run.ProposeNext(r, next, events, run.CheckpointRunFailed,
 		run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunFailed}, now)
 }
 

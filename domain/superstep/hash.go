@@ -15,7 +15,11 @@ import (
 type plannedView struct {
 	values   map[string]any
 	versions map[string]int64
-	hash     string // "" when the view is not portable
+	// hash is the input hash in hex, held by value so the planner can
+	// store it with the superstep's task identities; unset when the view
+	// is not portable.
+	hash     [2 * sha256.Size]byte
+	portable bool
 }
 
 // plannedView builds the state view and its input hash together. The hash
@@ -27,11 +31,13 @@ type plannedView struct {
 func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 	if !idx.canonicalOrder {
 		values, versions := idx.stateView(channels)
-		return plannedView{values, versions, run.InputHash(values)}
+		v := plannedView{values: values, versions: versions}
+		hash := run.InputHash(values)
+		v.portable = copy(v.hash[:], hash) == len(v.hash)
+		return v
 	}
 	// The view and its encoding are built in one pass over the slots.
-	values := make(map[string]any, len(idx.slots))
-	versions := make(map[string]int64, len(idx.slots))
+	values, versions := idx.unwrittenView()
 	buf := viewBuffers.Get().(*bytes.Buffer)
 	defer putViewBuffer(buf)
 	buf.Reset()
@@ -42,15 +48,14 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		var v any
 		if c, ok := channels[s.channelID]; ok {
 			v = c.Value
+			values[s.publicID] = v
 			versions[s.publicID] = c.Version
 		} else {
-			versions[s.publicID] = 0
 			if s.channel.Default == nil {
 				continue
 			}
 			v = s.channel.Default
 		}
-		values[s.publicID] = v
 		if !portable {
 			continue
 		}
@@ -62,14 +67,13 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 			portable = false
 		}
 	}
-	if !portable {
-		return plannedView{values, versions, ""}
+	v := plannedView{values: values, versions: versions, portable: portable}
+	if portable {
+		buf.WriteByte('}')
+		sum := sha256.Sum256(buf.Bytes())
+		hex.Encode(v.hash[:], sum[:])
 	}
-	buf.WriteByte('}')
-	sum := sha256.Sum256(buf.Bytes())
-	var text [2 * sha256.Size]byte
-	hex.Encode(text[:], sum[:])
-	return plannedView{values, versions, string(text[:])}
+	return v
 }
 
 var viewBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -24,14 +24,23 @@ type index struct {
 	inputs map[string]*slot
 	// subscribers maps an edge channel to the nodes it activates.
 	subscribers map[string][]string
-	// boxed holds node IDs, edge IDs and edge targets already converted to
-	// any, so event payloads do not allocate them again.
+	// boxed holds node IDs, edge IDs, edge targets, output and input IDs
+	// already converted to any, so event payloads do not allocate them
+	// again.
 	boxed map[string]any
 	// policies holds each node's resolved policy (or why it is invalid).
 	policies map[string]resolvedPolicy
+	// unwrittenValues and unwrittenVersions are the state view of a run
+	// that wrote no channel (see unwrittenView); never written.
+	unwrittenValues   map[string]any
+	unwrittenVersions map[string]int64
 	// canonicalOrder says the slots are in canonical key order, so a state
 	// view can be hashed slot by slot (see plannedView).
 	canonicalOrder bool
+	// longestTimeoutMS and shortestTimeoutMS bound the explicit timeout_ms
+	// of the nodes with valid policies (0 when none sets one), so runners
+	// check them once per call without walking the nodes.
+	longestTimeoutMS, shortestTimeoutMS int
 }
 
 type resolvedPolicy struct {
@@ -88,7 +97,7 @@ func buildIndex(g *graph.Compiled) *index {
 		fields:      make(map[string]*slot, len(g.FieldIDs)),
 		inputs:      make(map[string]*slot, len(g.InputIDs)),
 		subscribers: make(map[string][]string),
-		boxed:       make(map[string]any, len(g.Nodes)+len(g.Edges)+1),
+		boxed:       make(map[string]any, len(g.Nodes)+2*len(g.Edges)+len(g.Outputs)+len(g.InputIDs)),
 		policies:    make(map[string]resolvedPolicy, len(g.Nodes)),
 	}
 	for _, id := range g.InputIDs {
@@ -113,8 +122,14 @@ func buildIndex(g *graph.Compiled) *index {
 		return 0
 	})
 	idx.canonicalOrder = inCanonicalOrder(idx.slots)
+	idx.unwrittenValues = make(map[string]any, len(idx.slots))
+	idx.unwrittenVersions = make(map[string]int64, len(idx.slots))
 	for i := range idx.slots {
 		s := &idx.slots[i]
+		idx.unwrittenVersions[s.publicID] = 0
+		if s.channel.Default != nil {
+			idx.unwrittenValues[s.publicID] = s.channel.Default
+		}
 		s.keyJSON = append(value.MustCanonical(s.publicID), ':')
 		if s.input {
 			idx.inputs[s.publicID] = s
@@ -133,10 +148,22 @@ func buildIndex(g *graph.Compiled) *index {
 		idx.boxed[id] = id
 		pol, err := graph.ResolvePolicies(n.Policies)
 		idx.policies[id] = resolvedPolicy{pol, err}
+		if err == nil && pol.TimeoutMS > 0 {
+			idx.longestTimeoutMS = max(idx.longestTimeoutMS, pol.TimeoutMS)
+			if idx.shortestTimeoutMS == 0 || pol.TimeoutMS < idx.shortestTimeoutMS {
+				idx.shortestTimeoutMS = pol.TimeoutMS
+			}
+		}
 	}
 	for id, e := range g.Edges {
 		idx.boxed[id] = id
 		idx.boxed[e.To] = e.To
+	}
+	for _, o := range g.Outputs {
+		idx.boxed[o.ID] = o.ID
+	}
+	for _, id := range g.InputIDs {
+		idx.boxed[id] = id
 	}
 	return idx
 }
@@ -148,6 +175,15 @@ func (idx *index) box(s string) any {
 		return v
 	}
 	return s
+}
+
+// boxList is ss as a payload list, reusing the index's copies of graph IDs.
+func (idx *index) boxList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = idx.box(s)
+	}
+	return out
 }
 
 // policy resolves a node's policies. The compiled graph is immutable, so

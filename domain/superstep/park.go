@@ -75,6 +75,6 @@ func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, 
 	next.Timers = timers
 	next.PendingWrites = pending
 	next.UpdatedAt = now
-	return run.Propose(r, &next, events, run.CheckpointRetryScheduled,
+	return run.ProposeNext(r, next, events, run.CheckpointRetryScheduled,
 		run.Disposition{Kind: run.DispositionAt, At: wake, Reason: run.ReasonRetryBackoff}, now)
 }

@@ -40,7 +40,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	candidates, open := planCandidates(buf[:0], g, idx, r)
 	switch {
 	case len(candidates) == 0 && len(open) == 0:
-		return Step{Kind: Commit, Moment: complete(g, r, now)}, nil
+		return Step{Kind: Commit, Moment: complete(g, idx, r, now)}, nil
 	case len(candidates) == 0:
 		return Step{Kind: Wait, InterruptIDs: open}, nil
 	case g.MaxSupersteps > 0 && r.Step >= g.MaxSupersteps:
@@ -52,12 +52,12 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	}
 
 	view := idx.plannedView(r.Channels)
-	values, versions, hash := view.values, view.versions, view.hash
-	if hash == "" {
+	if !view.portable {
 		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable"}
 	}
 	acts := make([]Activation, len(candidates))
-	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates)
+	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates, view.hash[:])
+	hash := keys[len(keys)-len(view.hash):]
 	for i, id := range candidates {
 		node := g.Nodes[id]
 		pol, err := idx.policy(g, id)
@@ -74,8 +74,8 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 			Attempt:        1,
 			InputHash:      hash,
 			IdempotencyKey: key,
-			Snapshot:       values,
-			SourceVersions: versions,
+			Snapshot:       view.values,
+			SourceVersions: view.versions,
 			Implementation: node.Implementation,
 			Config:         node.Config,
 			Policy:         pol,
@@ -89,13 +89,14 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 const firstAttemptSuffix = ":1"
 
 // firstAttemptKeys returns run.IdempotencyKey(run.TaskID(runID, step, id),
-// 1) for every node, concatenated, and the length of step's decimal form:
-// the caller cuts the keys apart, and each task ID is a prefix of its key,
-// so a superstep's identities cost one allocation.
-func firstAttemptKeys(runID string, step int, nodeIDs []string) (string, int) {
+// 1) for every node, concatenated and followed by hash, and the length of
+// step's decimal form: the caller cuts the keys and the hash apart, and
+// each task ID is a prefix of its key, so a superstep's identities and its
+// input hash cost one allocation.
+func firstAttemptKeys(runID string, step int, nodeIDs []string, hash []byte) (string, int) {
 	var stepBuf [20]byte
 	stepText := strconv.AppendInt(stepBuf[:0], int64(step), 10)
-	size := 0
+	size := len(hash)
 	for _, id := range nodeIDs {
 		size += len(runID) + len(stepText) + len(id) + 2 + len(firstAttemptSuffix)
 	}
@@ -112,6 +113,7 @@ func firstAttemptKeys(runID string, step int, nodeIDs []string) (string, int) {
 		b = append(b, id...)
 		b = append(b, firstAttemptSuffix...)
 	}
+	b = append(b, hash...)
 	return string(b), len(stepText)
 }
 

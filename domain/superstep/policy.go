@@ -21,6 +21,9 @@ func CheckExecutionPolicy(g *graph.Compiled, maxAttemptElapsedMS int) error {
 		maxAttemptElapsedMS = DefaultMaxAttemptElapsedMS
 	}
 	idx := indexOf(g) // policies resolved once per graph
+	if idx.longestTimeoutMS <= maxAttemptElapsedMS {
+		return nil
+	}
 	for _, id := range g.NodeIDs {
 		if g.Nodes[id] == nil {
 			continue
@@ -63,16 +66,5 @@ func EffectiveTimeout(p graph.NodePolicy, maxAttemptElapsedMS int) time.Duration
 // sooner than the host maximum or this. Invalid policies are skipped (such
 // a node never runs).
 func ShortestTimeoutMS(g *graph.Compiled) int {
-	idx := indexOf(g)
-	shortest := 0
-	for _, id := range g.NodeIDs {
-		if g.Nodes[id] == nil {
-			continue
-		}
-		pol, err := idx.policy(g, id)
-		if err == nil && pol.TimeoutMS > 0 && (shortest == 0 || pol.TimeoutMS < shortest) {
-			shortest = pol.TimeoutMS
-		}
-	}
-	return shortest
+	return indexOf(g).shortestTimeoutMS
 }

@@ -86,7 +86,7 @@ func ResolveInterrupt(g *graph.Compiled, r *run.Run, interruptID string, v any, 
 		{Type: run.EventChannelUpdated, Step: r.Step, ChannelID: s.channelID,
 			Payload: map[string]any{"writers": []any{in.NodeID}}},
 	}
-	return run.Propose(r, &next, events, run.CheckpointInterruptResolved, resolutionDisposition(r, now), now), nil
+	return run.ProposeNext(r, next, events, run.CheckpointInterruptResolved, resolutionDisposition(r, now), now), nil
 }
 
 // resolutionDisposition wakes the run now, unless every parked attempt
@@ -132,6 +132,6 @@ func Cancel(r *run.Run, env Env) (*run.Moment, error) {
 	next.PendingWrites = nil
 	next.Timers = nil
 	events := []run.Event{{Type: run.EventRunCancelled, Step: r.Step, Payload: map[string]any{}}}
-	return run.Propose(r, &next, events, run.CheckpointRunCancelled,
+	return run.ProposeNext(r, next, events, run.CheckpointRunCancelled,
 		run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunCancelled}, now), nil
 }

@@ -22,7 +22,7 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		return nil, &Error{Code: CodeInvalidRun, Phase: "init", Message: "run id must be non-empty"}
 	}
 	idx := indexOf(g)
-	input, err := validateInput(idx, p.Input)
+	input, keys, err := validateInput(idx, p.Input)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,6 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		metadata = n.(map[string]any)
 	}
 
-	keys := value.SortedKeys(input)
 	channels := make(map[string]run.Channel, len(keys)+len(g.StartEdges))
 	for _, k := range keys {
 		channels[idx.inputs[k].channelID] = run.Channel{Value: input[k], Version: 1}
@@ -84,7 +83,7 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 	now := utc(env.Now)
 	changedChannels := make([]string, 0, len(keys)+len(fired))
 	events := make([]run.Event, 0, 1+len(keys)+len(fired)+1)
-	events = append(events, run.Event{Type: run.EventRunInitialized, Payload: map[string]any{"inputs": stringList(keys)}})
+	events = append(events, run.Event{Type: run.EventRunInitialized, Payload: map[string]any{"inputs": idx.boxList(keys)}})
 	for _, k := range keys {
 		cid := idx.inputs[k].channelID
 		changedChannels = append(changedChannels, cid)
@@ -92,12 +91,12 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 	}
 	for _, e := range fired {
 		changedChannels = append(changedChannels, e.ChannelID)
-		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: map[string]any{"edge_id": e.ID}})
+		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: map[string]any{"edge_id": idx.box(e.ID)}})
 	}
 	slices.Sort(changedChannels)
 	changedChannels = slices.Compact(changedChannels)
 
-	next := &run.Run{
+	next := run.Run{
 		ID:              p.RunID,
 		GraphID:         g.GraphID,
 		GraphHash:       g.Hash,
@@ -109,15 +108,18 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		ChangedChannels: changedChannels,
 		Metadata:        metadata,
 	}
-	return run.Propose(nil, next, events, run.CheckpointRunInitialized, run.Disposition{Kind: run.DispositionContinue}, now), nil
+	return run.ProposeNext(nil, next, events, run.CheckpointRunInitialized, run.Disposition{Kind: run.DispositionContinue}, now), nil
 }
 
 // validateInput normalizes and checks a run input (spec 7.1): reasons come
 // in the order unknown keys, missing required inputs, schema violations.
-func validateInput(idx *index, raw map[string]any) (map[string]any, error) {
+// It returns the input with its sorted keys.
+func validateInput(idx *index, raw map[string]any) (map[string]any, []string, error) {
 	input := make(map[string]any, len(raw))
 	var reasons []string
-	for _, k := range value.SortedKeys(raw) {
+	// Normalizing keeps every key, so these are the input's keys too.
+	keys := value.SortedKeys(raw)
+	for _, k := range keys {
 		v, err := value.Normalize(raw[k])
 		if err != nil {
 			reasons = append(reasons, "input "+strconv.Quote(k)+": "+err.Error())
@@ -126,9 +128,8 @@ func validateInput(idx *index, raw map[string]any) (map[string]any, error) {
 		input[k] = v
 	}
 	if len(reasons) > 0 {
-		return nil, invalidInput("init", "run input is not portable", reasons)
+		return nil, nil, invalidInput("init", "run input is not portable", reasons)
 	}
-	keys := value.SortedKeys(input)
 	for _, k := range keys {
 		if idx.inputs[k] == nil {
 			reasons = append(reasons, "unknown input "+strconv.Quote(k))
@@ -153,9 +154,9 @@ func validateInput(idx *index, raw map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(reasons) > 0 {
-		return nil, invalidInput("init", "run input is invalid", reasons)
+		return nil, nil, invalidInput("init", "run input is invalid", reasons)
 	}
-	return input, nil
+	return input, keys, nil
 }
 
 // Resume is the saved init of a stored running or waiting run (spec 7.1):
@@ -182,5 +183,5 @@ func Resume(g *graph.Compiled, r *run.Run, env Env) (*run.Moment, error) {
 	next := *r
 	next.UpdatedAt = now
 	events := []run.Event{{Type: run.EventRunInitialized, Step: r.Step, Payload: map[string]any{"resumed": true}}}
-	return run.Propose(r, &next, events, run.CheckpointRunInitialized, disposition, now), nil
+	return run.ProposeNext(r, next, events, run.CheckpointRunInitialized, disposition, now), nil
 }

@@ -1,6 +1,8 @@
 package superstep
 
 import (
+	"maps"
+
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 )
@@ -10,21 +12,23 @@ import (
 // exists (a node sees a missing key, not null); versions hold every declared
 // key, 0 when unwritten.
 func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
-	values = make(map[string]any, len(idx.slots))
-	versions = make(map[string]int64, len(idx.slots))
+	values, versions = idx.unwrittenView()
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		if c, ok := channels[s.channelID]; ok {
 			values[s.publicID] = c.Value
 			versions[s.publicID] = c.Version
-			continue
-		}
-		versions[s.publicID] = 0
-		if s.channel.Default != nil {
-			values[s.publicID] = s.channel.Default
 		}
 	}
 	return values, versions
+}
+
+// unwrittenView returns fresh copies of the view of a run that wrote no
+// channel: the non-null defaults, and version 0 for every slot. A view
+// starts from it and overwrites the written slots; copying a built map
+// costs less than inserting every key again.
+func (idx *index) unwrittenView() (map[string]any, map[string]int64) {
+	return maps.Clone(idx.unwrittenValues), maps.Clone(idx.unwrittenVersions)
 }
 
 // guardView is the view guards read, with changed holding public IDs.
