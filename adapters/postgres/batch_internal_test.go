@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +28,12 @@ func (b *blockingBatcher) queued() int {
 }
 
 func newBlockingBatcher(maxBatch int) *blockingBatcher {
+	return newBlockingBatcherWith(maxBatch, 1)
+}
+
+func newBlockingBatcherWith(maxBatch, maxFlushes int) *blockingBatcher {
 	b := &blockingBatcher{release: make(chan struct{})}
-	b.batcher = &batcher[int]{maxBatch: maxBatch, maxFlushes: 1, flush: func(_ context.Context, batch []*pending[int]) {
+	b.batcher = &batcher[int]{maxBatch: maxBatch, maxFlushes: maxFlushes, flush: func(_ context.Context, batch []*pending[int]) {
 		ids := make([]string, len(batch))
 		for i, p := range batch {
 			ids[i] = p.runID
@@ -82,6 +87,32 @@ func TestWritesQueuedBehindABusyFlushLeaveTogetherAtMostOnePerRun(t *testing.T) 
 		}
 	}
 	assert.Equal(t, map[string]int{"a": 1, "b": 2, "c": 1, "d": 1, "e": 1}, count)
+}
+
+// A second statement starts beside one in flight only once
+// parallelFlushAt writes wait; fewer wait for the one in flight.
+func TestASecondStatementStartsOnlyForEnoughWaitingWrites(t *testing.T) {
+	t.Parallel()
+	b := newBlockingBatcherWith(64, 2)
+	errs := make(chan error, parallelFlushAt+1)
+	submit := func(runID string) {
+		go func() { errs <- b.submit("test", newPending(context.Background(), runID, 0)) }()
+	}
+	submit("first")
+	require.Eventually(t, func() bool { return len(b.flushes()) == 1 }, 5*time.Second, time.Millisecond)
+	for i := range parallelFlushAt - 1 {
+		submit(fmt.Sprintf("w%d", i))
+	}
+	require.Eventually(t, func() bool { return b.queued() == parallelFlushAt-1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // room for a wrongly started statement to show
+	assert.Len(t, b.flushes(), 1, "too few waiting writes for a second statement")
+	submit("last")
+	require.Eventually(t, func() bool { return len(b.flushes()) == 2 }, 5*time.Second, time.Millisecond)
+	assert.Len(t, b.flushes()[1], parallelFlushAt, "the second statement takes every waiting write")
+	close(b.release)
+	for range parallelFlushAt + 1 {
+		require.NoError(t, <-errs)
+	}
 }
 
 func TestACallerThatGivesUpWhileQueuedIsNeverSent(t *testing.T) {

@@ -68,12 +68,13 @@ type Config struct {
 	Notifier ports.Notifier
 	// MaxCommitBatch caps how many claimed commits of different runs share
 	// one statement, and how many run insertions do (default 64; 1 sends
-	// every write alone). Writes are grouped only while MaxCommitFlushes
-	// earlier ones are in flight, so a lone write never waits for company;
+	// every write alone). Writes are grouped only while an earlier
+	// statement is in flight, so a lone write never waits for company;
 	// each commit keeps its own fence.
 	MaxCommitBatch int
 	// MaxCommitFlushes caps the claimed-commit statements in flight at
-	// once, each on its own pooled connection (default 2). Commits that
+	// once, each on its own pooled connection (default 2); a statement
+	// beyond the first starts only once several commits wait. Commits that
 	// finish a run, and run insertions, all change their scope's schedule
 	// row, so they flow through one statement at a time per kind and
 	// batch up instead.
