@@ -46,10 +46,11 @@ const (
 	backlogGrowthLimit = 1.5
 )
 
-// RunDB runs the database scenarios, each in its own fresh database. A
-// missing server skips them (reported as skipped, with the reason); a
-// scenario that fails is reported as failed and its error returned after
-// the others ran.
+// RunDB runs the database scenarios, each run in its own fresh database;
+// the compared systems run p.DB.Pairs times each, in alternating order,
+// and are reported as medians. A missing server skips them (reported as
+// skipped, with the reason); a scenario that fails is reported as failed
+// and its error returned after the others ran.
 func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error {
 	srv, err := dbbench.Open(ctx)
 	if err != nil {
@@ -68,7 +69,11 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	var errs []error
 	record := func(r harness.Result, err error) {
 		if err != nil {
-			r.Status, r.Note = harness.StatusFailed, err.Error()
+			r.Status = harness.StatusFailed
+			if r.Note != "" {
+				r.Note += "; "
+			}
+			r.Note += err.Error()
 			errs = append(errs, fmt.Errorf("%s %s: %w", r.Scenario, r.System, err))
 		}
 		rep.Results = append(rep.Results, r)
@@ -85,155 +90,138 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		}()
 		return fn(db)
 	}
-
-	// The database's own ceiling for a moment-shaped commit.
-	for _, clients := range p.DB.Clients {
-		if !p.Runs(fmt.Sprintf("db/limit-probe/c%d", clients)) {
-			continue
-		}
-		var res dbbench.ProbeResult
-		err := fresh(fmt.Sprintf("probe_c%d", clients), func(db *dbbench.Database) (err error) {
-			res, err = dbbench.Probe(ctx, db, clients, p.DB.ProbeDuration)
-			return err
-		})
-		r := throughputResult(fmt.Sprintf("db/limit-probe/c%d", clients), SystemLimit, res.Commits, res.Elapsed, res.Latencies)
-		r.Note = "one fenced run UPDATE + two event INSERTs per transaction"
-		record(r, err)
-		if err == nil {
-			logf("limit probe, %d clients: %.0f commits/s", clients, res.PerSecond())
+	pairs := max(1, p.DB.Pairs)
+	// compare runs the members of a comparison pairs times each. The order
+	// flips on every repeat, and the turn carries on from one comparison
+	// to the next, so no system always goes first and a noisy moment of
+	// the shared machine cannot decide a ratio alone.
+	turn := 0
+	compare := func(members ...*series) {
+		for r := range pairs {
+			order := slices.Clone(members)
+			if turn%2 == 1 {
+				slices.Reverse(order)
+			}
+			turn++
+			for _, s := range order {
+				s.run(r, pairs, logf)
+			}
 		}
 	}
 
-	// Draining pre-inserted work: Docket one-step runs and River no-op
-	// jobs at each concurrency, alternating which goes first.
-	for i, c := range p.DB.Concurrency {
-		if !p.Runs(fmt.Sprintf("db/drain/c%d", c)) {
+	// The database's own ceiling for a moment-shaped commit.
+	for _, clients := range p.DB.Clients {
+		scenario := fmt.Sprintf("db/limit-probe/c%d", clients)
+		if !p.Runs(scenario) {
 			continue
 		}
-		docketFirst := i%2 == 0
-		for turn := range 2 {
-			if (turn == 0) == docketFirst {
-				res, gates, err := docketDrain(ctx, fresh, dbbench.ShapeOneStep, p.DB.Jobs, c)
-				r := throughputResult(fmt.Sprintf("db/drain/c%d", c), SystemDocket, res.Jobs, res.Elapsed, nil)
-				r.Note = fmt.Sprintf("%d immediately-due one-step runs (2 checkpoints each, fused into one commit after the claim); gates: %s", p.DB.Jobs, gates)
-				record(r, err)
-				if err == nil {
-					logf("docket drain, %d workers: %.0f runs/s", c, res.PerSecond())
-				}
-				continue
-			}
-			var res dbbench.DrainResult
-			err := fresh(fmt.Sprintf("river_c%d", c), func(db *dbbench.Database) (err error) {
-				res, err = dbbench.RiverDrain(ctx, db, p.DB.Jobs, c, 5*time.Minute)
+		probe := &series{scenario: scenario, system: SystemLimit, unit: "commits/s", measure: func() (o outcome) {
+			o.err = fresh(fmt.Sprintf("probe_c%d", clients), func(db *dbbench.Database) error {
+				res, err := dbbench.Probe(ctx, db, clients, p.DB.ProbeDuration)
+				o.ops, o.elapsed, o.latencies = res.Commits, res.Elapsed, res.Latencies
 				return err
 			})
-			r := throughputResult(fmt.Sprintf("db/drain/c%d", c), SystemRiver, res.Jobs, res.Elapsed, nil)
-			r.Note = fmt.Sprintf("%d pre-inserted no-op jobs", p.DB.Jobs)
-			record(r, err)
-			if err == nil {
-				logf("river drain, %d workers: %.0f jobs/s", c, res.PerSecond())
-			}
+			return o
+		}}
+		probe.run(0, 1, logf)
+		record(probe.result("one fenced run UPDATE + two event INSERTs per transaction"))
+	}
+
+	// Draining pre-inserted work: Docket one-step runs and River no-op
+	// jobs at each concurrency.
+	for _, c := range p.DB.Concurrency {
+		scenario := fmt.Sprintf("db/drain/c%d", c)
+		if !p.Runs(scenario) {
+			continue
 		}
-		rep.CompareThroughput(fmt.Sprintf("db/drain/c%d", c), SystemDocket, SystemRiver, 1.0)
+		docket := &series{scenario: scenario, system: SystemDocket, unit: "runs/s", measure: func() outcome {
+			return docketDrain(ctx, fresh, dbbench.ShapeOneStep, p.DB.Jobs, c, 1)
+		}}
+		river := &series{scenario: scenario, system: SystemRiver, unit: "jobs/s", measure: func() (o outcome) {
+			o.err = fresh(fmt.Sprintf("river_c%d", c), func(db *dbbench.Database) error {
+				res, err := dbbench.RiverDrain(ctx, db, p.DB.Jobs, c, 5*time.Minute)
+				o.ops, o.elapsed = res.Jobs, res.Elapsed
+				return err
+			})
+			return o
+		}}
+		compare(docket, river)
+		record(docket.result(fmt.Sprintf("%s%d immediately-due one-step runs (2 checkpoints each, fused into one commit after the claim); gates: %s",
+			repeatsNote(pairs), p.DB.Jobs, docket.gatesSummary())))
+		record(river.result(fmt.Sprintf("%s%d pre-inserted no-op jobs", repeatsNote(pairs), p.DB.Jobs)))
+		rep.CompareThroughput(scenario, SystemDocket, SystemRiver, 1.0)
 	}
 	if p.Runs("db/drain/") {
 		rep.CompareBest("db/drain/best", "db/drain/", SystemDocket, SystemRiver, 1.0)
 	}
 
-	// Chain and fan-out runs: step commits per second.
+	// Chain runs against DBOS ten-step workflows, and fan-out runs: step
+	// commits (checkpoints) per second.
 	chainRuns := max(20, p.DB.Jobs/10)
-	for _, shape := range []string{dbbench.ShapeChain10, dbbench.ShapeFanOut8} {
-		if !p.Runs("db/" + shape) {
-			continue
-		}
-		res, gates, err := docketDrain(ctx, fresh, shape, chainRuns, p.DB.InFlight)
-		steps := 11 // ten supersteps and the completion
-		if shape == dbbench.ShapeFanOut8 {
-			steps = 3
-		}
-		r := throughputResult("db/"+shape, SystemDocket, res.Jobs*steps, res.Elapsed, nil)
-		r.Note = fmt.Sprintf("%d runs, %d workers; step commits/s; gates: %s", chainRuns, p.DB.InFlight, gates)
-		record(r, err)
+	if p.Runs("db/" + dbbench.ShapeChain10) {
+		docket := &series{scenario: "db/chain10", system: SystemDocket, unit: "step commits/s", measure: func() outcome {
+			return docketDrain(ctx, fresh, dbbench.ShapeChain10, chainRuns, p.DB.InFlight, 11) // ten supersteps and the completion
+		}}
+		dbos := dbosSeries(ctx, fresh, "db/chain10", p.DB.Workflows/4, 10, p.DB.InFlight)
+		compare(docket, dbos)
+		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; step commits/s; gates: %s",
+			repeatsNote(pairs), chainRuns, p.DB.InFlight, docket.gatesSummary())))
+		r, err := dbos.result(fmt.Sprintf("%s%d workflows of 10 no-op steps, %d in flight; step checkpoints/s",
+			repeatsNote(pairs), p.DB.Workflows/4, p.DB.InFlight))
 		if err == nil {
-			logf("docket %s: %.0f step commits/s", shape, r.Throughput)
-		}
-	}
-
-	// Start→done latency of one one-step run at a time.
-	latencyRuns := max(50, p.DB.Workflows/10)
-	for _, pollOnly := range []bool{false, true} {
-		if !p.Runs("db/latency") {
-			break
-		}
-		system, name := SystemDocket+"-notify", "listen"
-		if pollOnly {
-			system, name = SystemDocket+"-poll", "poll"
-		}
-		var lat []time.Duration
-		err := fresh("docket_latency_"+name, func(db *dbbench.Database) error {
-			d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: dbbench.ShapeOneStep, Concurrency: 8, PollOnly: pollOnly, PollInterval: 50 * time.Millisecond})
-			if err != nil {
-				return err
-			}
-			defer d.Close(context.Background())
-			lat, err = d.Latencies(ctx, latencyRuns)
-			return err
-		})
-		var elapsed time.Duration
-		for _, l := range lat {
-			elapsed += l
-		}
-		r := throughputResult("db/latency", system, len(lat), elapsed, lat)
-		r.Throughput = 0 // a latency scenario: percentiles are the figure
-		r.Note = fmt.Sprintf("%d runs one at a time, StartRun → done", latencyRuns)
-		if pollOnly {
-			r.Note += ", poll-only (50 ms poll interval)"
-		} else {
-			r.Note += ", LISTEN/NOTIFY"
+			r.Note += fmt.Sprintf(" (%.0f workflows/s)", r.Throughput/10)
 		}
 		record(r, err)
-	}
-
-	// DBOS Transact: one-step and ten-step workflows in flight, and the
-	// latency of one workflow at a time.
-	for _, w := range []struct {
-		scenario string
-		steps    int
-		inFlight int
-		count    int
-	}{
-		{"db/one-step", 1, p.DB.InFlight, p.DB.Workflows},
-		{"db/chain10", 10, p.DB.InFlight, p.DB.Workflows / 4},
-		{"db/latency", 1, 1, max(50, p.DB.Workflows/10)},
-	} {
-		if !p.Runs(w.scenario) {
-			continue
-		}
-		var res dbbench.WorkflowResult
-		err := fresh("dbos_"+w.scenario[3:], func(db *dbbench.Database) (err error) {
-			res, err = dbbench.DBOSWorkflows(ctx, db, w.count, w.steps, w.inFlight, 5*time.Minute)
-			return err
-		})
-		r := throughputResult(w.scenario, SystemDBOS, res.Workflows, res.Elapsed, res.Latencies)
-		r.Note = fmt.Sprintf("%d workflows of %d no-op steps, %d in flight", w.count, w.steps, w.inFlight)
-		switch {
-		case err != nil:
-		case w.steps > 1:
-			r.Throughput = res.StepsPerSecond()
-			r.Note += fmt.Sprintf("; step checkpoints/s (%.0f workflows/s)", res.PerSecond())
-		case w.inFlight == 1:
-			r.Throughput = 0 // a latency scenario
-			r.Note += ", started directly and awaited"
-		}
-		record(r, err)
-		if err == nil {
-			logf("dbos %s: %.0f workflows/s, p50 %s", w.scenario, res.PerSecond(), time.Duration(r.Summary.P50Ns))
-		}
-	}
-	if p.Runs("db/chain10") {
 		rep.CompareThroughput("db/chain10", SystemDocket, SystemDBOS, 2.0)
 	}
+	if p.Runs("db/" + dbbench.ShapeFanOut8) {
+		docket := &series{scenario: "db/fanout8", system: SystemDocket, unit: "step commits/s", measure: func() outcome {
+			return docketDrain(ctx, fresh, dbbench.ShapeFanOut8, chainRuns, p.DB.InFlight, 3) // fan-out, fan-in, completion
+		}}
+		docket.run(0, 1, logf)
+		record(docket.result(fmt.Sprintf("%d runs, %d workers; step commits/s; gates: %s", chainRuns, p.DB.InFlight, docket.gatesSummary())))
+	}
+
+	// DBOS one-step workflows in flight (Docket's counterpart is the drain).
+	if p.Runs("db/one-step") {
+		dbos := dbosSeries(ctx, fresh, "db/one-step", p.DB.Workflows, 1, p.DB.InFlight)
+		dbos.run(0, 1, logf)
+		record(dbos.result(fmt.Sprintf("%d workflows of 1 no-op steps, %d in flight", p.DB.Workflows, p.DB.InFlight)))
+	}
+
+	// Start→done latency of one one-step run at a time: Docket with
+	// LISTEN/NOTIFY against DBOS, and Docket poll-only beside them.
 	if p.Runs("db/latency") {
+		latencyRuns := max(50, p.DB.Workflows/10)
+		docketLatency := func(pollOnly bool) *series {
+			system, name := SystemDocket+"-notify", "listen"
+			if pollOnly {
+				system, name = SystemDocket+"-poll", "poll"
+			}
+			return &series{scenario: "db/latency", system: system, measure: func() outcome {
+				var latencies []time.Duration
+				err := fresh("docket_latency_"+name, func(db *dbbench.Database) error {
+					d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: dbbench.ShapeOneStep, Concurrency: 8, PollOnly: pollOnly, PollInterval: 50 * time.Millisecond})
+					if err != nil {
+						return err
+					}
+					defer d.Close(context.Background())
+					latencies, err = d.Latencies(ctx, latencyRuns)
+					return err
+				})
+				o := latencyOutcome(latencies)
+				o.err = err
+				return o
+			}}
+		}
+		notify, poll := docketLatency(false), docketLatency(true)
+		dbos := dbosSeries(ctx, fresh, "db/latency", latencyRuns, 1, 1)
+		// The compared pair stays adjacent in either order.
+		compare(poll, notify, dbos)
+		note := fmt.Sprintf("%s%d runs one at a time, StartRun → done", repeatsNote(pairs), latencyRuns)
+		record(notify.result(note + ", LISTEN/NOTIFY"))
+		record(poll.result(note + ", poll-only (50 ms poll interval)"))
+		record(dbos.result(fmt.Sprintf("%s%d workflows of 1 no-op steps, 1 in flight, started directly and awaited", repeatsNote(pairs), latencyRuns)))
 		rep.CompareLatencyP50("db/latency", SystemDocket+"-notify", SystemDBOS, 2.0)
 	}
 	for _, c := range p.DB.Clients {
@@ -248,12 +236,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	if p.Runs(ScenarioClaimBacklog) && len(p.DB.Backlogs) > 0 {
 		largest := slices.Max(p.DB.Backlogs)
 		for _, b := range claimBacklogs(ctx, srv, p.DB.Backlogs, p.DB.BacklogClaims, logf) {
-			var elapsed time.Duration
-			for _, l := range b.latencies {
-				elapsed += l
-			}
-			r := throughputResult(BacklogScenario(b.n), SystemDocket, len(b.latencies), elapsed, b.latencies)
-			r.Throughput = 0 // a latency scenario: percentiles are the figure
+			claims := &series{scenario: BacklogScenario(b.n), system: SystemDocket}
+			claims.add(latencyOutcome(b.latencies))
+			r, _ := claims.result("")
 			r.Plan = b.plan
 			r.Note = fmt.Sprintf("%d immediately-due one-step runs (copied in %s, vacuumed in %s); %d ClaimDue of %d, each batch released again, sizes interleaved",
 				b.n, b.load.Copy.Round(100*time.Millisecond), b.load.Vacuum.Round(100*time.Millisecond), len(b.latencies), backlogClaimBatch)
@@ -394,11 +379,11 @@ const drainLimit = 15 * time.Minute
 
 // docketDrain runs one Docket drain in a fresh database: n runs of shape
 // started (untimed), drained by concurrency workers, then the invariant
-// gates. A failed gate fails the scenario whatever its speed.
-func docketDrain(ctx context.Context, fresh func(string, func(*dbbench.Database) error) error, shape string, n, concurrency int) (dbbench.DrainResult, string, error) {
-	var res dbbench.DrainResult
-	gates := "not run"
-	err := fresh(fmt.Sprintf("docket_%s_c%d", shape, concurrency), func(db *dbbench.Database) error {
+// gates. A failed gate fails the scenario whatever its speed. Each run
+// counts stepsPerRun operations (its step commits).
+func docketDrain(ctx context.Context, fresh func(string, func(*dbbench.Database) error) error, shape string, n, concurrency, stepsPerRun int) outcome {
+	o := outcome{gates: "not run"}
+	o.err = fresh(fmt.Sprintf("docket_%s_c%d", shape, concurrency), func(db *dbbench.Database) error {
 		d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: shape, Concurrency: concurrency})
 		if err != nil {
 			return err
@@ -407,31 +392,155 @@ func docketDrain(ctx context.Context, fresh func(string, func(*dbbench.Database)
 		if err := d.StartRuns(ctx, n); err != nil {
 			return fmt.Errorf("start runs: %w", err)
 		}
-		if res, err = d.Drain(ctx, n, drainLimit); err != nil {
+		res, err := d.Drain(ctx, n, drainLimit)
+		o.ops, o.elapsed = res.Jobs*stepsPerRun, res.Elapsed
+		if err != nil {
 			return err
 		}
 		if err := dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, n); err != nil {
-			gates = "FAILED"
+			o.gates = "FAILED"
 			return err
 		}
-		gates = "passed"
+		o.gates = "passed"
 		return nil
 	})
-	return res, gates, err
+	return o
 }
 
-// throughputResult summarizes a throughput run: ops over elapsed, with the
-// per-operation latencies (when measured) as percentiles. time/op is the
-// wall time per operation across all workers.
-func throughputResult(scenario, system string, ops int, elapsed time.Duration, latencies []time.Duration) harness.Result {
-	r := harness.Result{Scenario: scenario, System: system, Status: harness.StatusMeasured}
-	if ops == 0 || elapsed <= 0 {
-		return r
+// dbosSeries runs DBOS Transact in a fresh database: workflows workflows
+// of steps no-op steps, inFlight at a time. Each step checkpoint counts
+// as an operation; the latencies are the workflows'. One workflow in
+// flight makes a latency scenario.
+func dbosSeries(ctx context.Context, fresh func(string, func(*dbbench.Database) error) error, scenario string, workflows, steps, inFlight int) *series {
+	unit := "workflows/s"
+	switch {
+	case inFlight == 1:
+		unit = ""
+	case steps > 1:
+		unit = "step checkpoints/s"
 	}
-	r.Throughput = float64(ops) / elapsed.Seconds()
-	s := harness.Sample{Ops: ops, NsPerOp: float64(elapsed.Nanoseconds()) / float64(ops)}
-	if sum, err := harness.Summarize([]harness.Sample{s}, latencies); err == nil {
+	return &series{scenario: scenario, system: SystemDBOS, unit: unit, measure: func() (o outcome) {
+		o.err = fresh("dbos_"+strings.TrimPrefix(scenario, "db/"), func(db *dbbench.Database) error {
+			res, err := dbbench.DBOSWorkflows(ctx, db, workflows, steps, inFlight, 5*time.Minute)
+			o.ops, o.elapsed, o.latencies = res.Workflows*res.Steps, res.Elapsed, res.Latencies
+			return err
+		})
+		return o
+	}}
+}
+
+// outcome is what one run of one system measured: ops operations in
+// elapsed, each operation's latency where measured, the invariant gates
+// of a Docket drain.
+type outcome struct {
+	ops       int
+	elapsed   time.Duration
+	latencies []time.Duration
+	gates     string
+	err       error
+}
+
+// latencyOutcome is the outcome of operations timed one at a time.
+func latencyOutcome(latencies []time.Duration) outcome {
+	o := outcome{ops: len(latencies), latencies: latencies}
+	for _, l := range latencies {
+		o.elapsed += l
+	}
+	return o
+}
+
+// series is one system in one scenario over its runs: a sample and a
+// throughput per run, every run's latencies, and the first error (after
+// which the system runs no more: its result has failed).
+type series struct {
+	scenario, system string
+	// unit names the throughput ("runs/s"); none makes a latency
+	// scenario, whose percentiles are the figure.
+	unit    string
+	measure func() outcome
+
+	samples   []harness.Sample
+	perSecond []float64
+	latencies []time.Duration
+	gates     []string
+	err       error
+}
+
+// run measures run i of n and logs it.
+func (s *series) run(i, n int, logf Logf) {
+	if s.err != nil {
+		return
+	}
+	o := s.measure()
+	if o.err != nil && n > 1 {
+		o.err = fmt.Errorf("run %d/%d: %w", i+1, n, o.err)
+	}
+	s.add(o)
+	if o.err != nil {
+		return
+	}
+	prefix := fmt.Sprintf("%s %s", s.scenario, s.system)
+	if n > 1 {
+		prefix += fmt.Sprintf(", run %d/%d", i+1, n)
+	}
+	switch {
+	case s.unit != "" && o.elapsed > 0:
+		logf("%s: %.0f %s", prefix, float64(o.ops)/o.elapsed.Seconds(), s.unit)
+	case len(o.latencies) > 0:
+		sorted := slices.Sorted(slices.Values(o.latencies))
+		logf("%s: p50 %s p95 %s p99 %s", prefix, harness.Percentile(sorted, 50).Round(time.Microsecond),
+			harness.Percentile(sorted, 95).Round(time.Microsecond), harness.Percentile(sorted, 99).Round(time.Microsecond))
+	}
+}
+
+// add records one run's outcome.
+func (s *series) add(o outcome) {
+	if o.gates != "" {
+		s.gates = append(s.gates, o.gates)
+	}
+	if o.err != nil {
+		s.err = o.err
+		return
+	}
+	if o.ops == 0 || o.elapsed <= 0 {
+		return
+	}
+	s.samples = append(s.samples, harness.Sample{Ops: o.ops, NsPerOp: float64(o.elapsed.Nanoseconds()) / float64(o.ops)})
+	s.perSecond = append(s.perSecond, float64(o.ops)/o.elapsed.Seconds())
+	s.latencies = append(s.latencies, o.latencies...)
+}
+
+// result reduces the runs: median time/op and throughput, percentiles
+// over the latencies of every run; the error is the first run's that
+// failed, with note for the record.
+func (s *series) result(note string) (harness.Result, error) {
+	r := harness.Result{Scenario: s.scenario, System: s.system, Status: harness.StatusMeasured, Note: note, Samples: s.samples}
+	if sum, err := harness.Summarize(s.samples, s.latencies); err == nil {
 		r.Summary = sum
+		if s.unit != "" {
+			r.Throughput = harness.Median(s.perSecond)
+		}
 	}
-	return r
+	return r, s.err
+}
+
+// gatesSummary is "passed" when every run passed its gates, "FAILED" when
+// any failed, else "not run".
+func (s *series) gatesSummary() string {
+	switch {
+	case slices.Contains(s.gates, "FAILED"):
+		return "FAILED"
+	case len(s.gates) == 0 || slices.Contains(s.gates, "not run"):
+		return "not run"
+	}
+	return "passed"
+}
+
+// repeatsNote opens the note of a compared result with how many runs its
+// figures are the median of.
+func repeatsNote(pairs int) string {
+	if pairs == 1 {
+		return ""
+	}
+	return fmt.Sprintf("median of %d alternating runs; ", pairs)
 }

@@ -57,6 +57,11 @@ type DBProfile struct {
 	// BacklogClaims is the number of timed claims at each size.
 	Backlogs      []int
 	BacklogClaims int
+	// Pairs is how many times each compared pair runs (Docket and River
+	// at each drain concurrency, Docket and DBOS for chain10 and latency),
+	// alternating which goes first; the report takes medians. Zero means
+	// one.
+	Pairs int
 }
 
 // Profiles are the named profiles of the command.
@@ -64,15 +69,15 @@ var Profiles = map[string]Profile{
 	// smoke: every scenario once, small, well under five minutes.
 	"smoke": {Name: "smoke", Repeats: 3, RepeatDuration: 300 * time.Millisecond, MinOps: 20,
 		DB: DBProfile{ProbeDuration: 2 * time.Second, Clients: []int{1, 8, 32}, Jobs: 2000, Concurrency: []int{8, 32, 64}, Workflows: 200, InFlight: 32,
-			Backlogs: []int{10_000, 100_000}, BacklogClaims: 100}},
+			Backlogs: []int{10_000, 100_000}, BacklogClaims: 100, Pairs: 1}},
 	// local: the figures recorded in docs/benchmarks.md.
 	"local": {Name: "local", Repeats: 6, RepeatDuration: time.Second, MinOps: 50,
 		DB: DBProfile{ProbeDuration: 10 * time.Second, Clients: []int{1, 8, 32}, Jobs: 20000, Concurrency: []int{8, 32, 64}, Workflows: 2000, InFlight: 32,
-			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200}},
+			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200, Pairs: 3}},
 	// scale: longer and larger, for a quiet machine.
 	"scale": {Name: "scale", Repeats: 10, RepeatDuration: 2 * time.Second, MinOps: 100,
 		DB: DBProfile{ProbeDuration: 30 * time.Second, Clients: []int{1, 8, 32, 64}, Jobs: 100000, Concurrency: []int{8, 32, 64}, Workflows: 10000, InFlight: 32,
-			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200}},
+			Backlogs: []int{10_000, 100_000, 1_000_000}, BacklogClaims: 200, Pairs: 5}},
 }
 
 // Logf receives progress lines.

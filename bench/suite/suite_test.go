@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,6 +67,7 @@ func TestEveryNamedProfileIsUsable(t *testing.T) {
 		assert.NotEmpty(t, p.DB.Backlogs, name)
 		assert.True(t, slices.IsSorted(p.DB.Backlogs), name)
 		assert.Positive(t, p.DB.BacklogClaims, name)
+		assert.Positive(t, p.DB.Pairs, name)
 	}
 }
 
@@ -96,6 +99,107 @@ func TestClaimBacklogScenarioMeasuresEverySizeAndComparesTheExtremes(t *testing.
 	assert.Equal(t, "db/claim-backlog/500", c.Peer)
 	assert.Positive(t, c.TimeRatio)
 	assert.Empty(t, c.Note)
+}
+
+// With Pairs = 2 every system of a comparison runs twice, the pair in
+// alternating order, and reports the median of its runs with every run's
+// sample kept; scenarios without a peer run once. No timing is asserted.
+func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
+	pg := pgtest.New(t)
+	t.Setenv(dbbench.EnvURL, pg.URL)
+	p := suite.Profile{Name: "test", DB: suite.DBProfile{Jobs: 40, Concurrency: []int{4}, Workflows: 20, InFlight: 4, Pairs: 2}}
+	var lines []string
+	logf := func(format string, args ...any) {
+		lines = append(lines, fmt.Sprintf(format, args...))
+		t.Logf(format, args...)
+	}
+	rep := &harness.Report{Profile: p.Name}
+	require.NoError(t, suite.RunDB(context.Background(), p, rep, logf))
+
+	for _, c := range []struct {
+		scenario, system string
+		throughput       bool
+	}{
+		{"db/drain/c4", suite.SystemDocket, true},
+		{"db/drain/c4", suite.SystemRiver, true},
+		{"db/chain10", suite.SystemDocket, true},
+		{"db/chain10", suite.SystemDBOS, true},
+		{"db/latency", suite.SystemDocket + "-notify", false},
+		{"db/latency", suite.SystemDocket + "-poll", false},
+		{"db/latency", suite.SystemDBOS, false},
+	} {
+		name := c.scenario + " " + c.system
+		r, ok := rep.Find(c.scenario, c.system)
+		require.True(t, ok, name)
+		assert.Equal(t, harness.StatusMeasured, r.Status, name+": "+r.Note)
+		assert.Contains(t, r.Note, "median of 2 alternating runs", name)
+		require.Len(t, r.Samples, 2, name)
+		assert.Equal(t, 2, r.Summary.Repeats, name)
+		perSecond, nsPerOp := make([]float64, 2), make([]float64, 2)
+		for i, s := range r.Samples {
+			perSecond[i], nsPerOp[i] = 1e9/s.NsPerOp, s.NsPerOp
+		}
+		assert.InEpsilon(t, harness.Median(nsPerOp), r.Summary.NsPerOp, 1e-9, name)
+		assert.Equal(t, r.Samples[0].Ops+r.Samples[1].Ops, r.Summary.Ops, name)
+		if c.throughput {
+			assert.InEpsilon(t, harness.Median(perSecond), r.Throughput, 1e-9, name)
+		} else {
+			assert.Zero(t, r.Throughput, name+": a latency scenario")
+			assert.Positive(t, r.Summary.P50Ns, name)
+		}
+	}
+	for _, c := range [][2]string{{"db/fanout8", suite.SystemDocket}, {"db/one-step", suite.SystemDBOS}} {
+		r, ok := rep.Find(c[0], c[1])
+		require.True(t, ok, c[0])
+		assert.Equal(t, harness.StatusMeasured, r.Status, r.Note)
+		assert.Len(t, r.Samples, 1, c[0])
+		assert.Positive(t, r.Throughput, c[0])
+	}
+
+	compared := map[string]harness.Comparison{}
+	for _, c := range rep.Comparisons {
+		compared[c.Scenario] = c
+	}
+	for _, scenario := range []string{"db/drain/c4", "db/drain/best", "db/chain10", "db/latency"} {
+		c, ok := compared[scenario]
+		require.True(t, ok, scenario)
+		assert.Positive(t, c.TimeRatio, scenario)
+		if scenario != "db/drain/best" {
+			assert.Empty(t, c.Note, scenario)
+		}
+	}
+
+	// The progress lines show the order: the system that went first in
+	// the first run goes second in the second.
+	for _, scenario := range []string{"db/drain/c4", "db/chain10", "db/latency"} {
+		var order [2][]string
+		for _, line := range lines {
+			system, run, ok := parseRunLine(line, scenario)
+			if ok {
+				order[run-1] = append(order[run-1], system)
+			}
+		}
+		require.NotEmpty(t, order[0], scenario)
+		second := slices.Clone(order[1])
+		slices.Reverse(second)
+		assert.Equal(t, order[0], second, scenario)
+	}
+}
+
+// parseRunLine reads "<scenario> <system>, run <i>/2: …".
+func parseRunLine(line, scenario string) (system string, run int, ok bool) {
+	rest, ok := strings.CutPrefix(line, scenario+" ")
+	if !ok {
+		return "", 0, false
+	}
+	system, rest, ok = strings.Cut(rest, ", run ")
+	if !ok {
+		return "", 0, false
+	}
+	if _, err := fmt.Sscanf(rest, "%d/2:", &run); err != nil {
+		return "", 0, false
+	}
+	return system, run, true
 }
 
 func TestProfileOnlyMatchesScenarioSubstrings(t *testing.T) {
