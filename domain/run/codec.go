@@ -32,7 +32,8 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 // The bytes are canonical JSON (RFC 8785 style, as value.Canonical writes
 // it) of the run's map form: snake_case keys, integers as JSON integers,
 // floats with a fraction, timestamps as RFC 3339 strings with six fractional
-// digits, absent optional fields as null. Nil and empty containers of the
+// digits, absent optional fields as null, except that a channel leaves out
+// a nil barrier set and a nil value. Nil and empty containers of the
 // run's own fields are written differently (null versus [] or {}) so Decode
 // restores exactly the run it was given. Encode refuses a run that fails
 // Validate, so nothing invalid is ever stored.
@@ -242,13 +243,23 @@ func (w *writer) run(r *Run) {
 	w.b = append(w.b, '}')
 }
 
+// channel leaves out a nil barrier set and a nil value: most channels
+// have neither, and every commit writes every channel of the run, so the
+// two keys would be a third of a typical document (and of its WAL).
 func (w *writer) channel(c Channel) {
 	w.b = append(w.b, '{')
-	w.key(true, "barrier_seen")
-	w.strings(c.BarrierSeen)
-	w.key(false, "value")
-	w.value(c.Value)
-	w.key(false, "version")
+	first := true
+	if c.BarrierSeen != nil {
+		w.key(true, "barrier_seen")
+		w.strings(c.BarrierSeen)
+		first = false
+	}
+	if c.Value != nil {
+		w.key(first, "value")
+		w.value(c.Value)
+		first = false
+	}
+	w.key(first, "version")
 	w.int(c.Version)
 	w.b = append(w.b, '}')
 }
@@ -507,6 +518,12 @@ type record struct {
 
 // object checks that v is an object with exactly the given keys.
 func (d *reader) object(v any, path string, keys ...string) (record, bool) {
+	return d.objectWithOptional(v, path, keys, nil)
+}
+
+// objectWithOptional is object for a record whose optional keys may be
+// left out (read as null); any other key is unknown.
+func (d *reader) objectWithOptional(v any, path string, keys, optional []string) (record, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		d.failf(path, "want an object, got %s", kindOf(v))
@@ -518,9 +535,15 @@ func (d *reader) object(v any, path string, keys ...string) (record, bool) {
 			return record{}, false
 		}
 	}
-	if len(m) != len(keys) {
+	present := len(keys)
+	for _, k := range optional {
+		if _, ok := m[k]; ok {
+			present++
+		}
+	}
+	if len(m) != present {
 		for _, k := range value.SortedKeys(m) {
-			if !slices.Contains(keys, k) {
+			if !slices.Contains(keys, k) && !slices.Contains(optional, k) {
 				d.failf(path, "unknown key %q", k)
 				break
 			}
@@ -697,8 +720,12 @@ func (d *reader) run(doc any) *Run {
 	return r
 }
 
+// A channel's barrier set and value may be left out (channel writes them
+// only when set; earlier documents write them as null).
+var channelKeys, channelOptionalKeys = []string{"version"}, []string{"barrier_seen", "value"}
+
 func (d *reader) channel(v any, path string) Channel {
-	o, ok := d.object(v, path, "barrier_seen", "value", "version")
+	o, ok := d.objectWithOptional(v, path, channelKeys, channelOptionalKeys)
 	if !ok {
 		return Channel{}
 	}

@@ -98,6 +98,42 @@ func TestEncodeRefusesAnInvalidRun(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidRun)
 }
 
+// A channel leaves out a nil barrier set and a nil value; documents that
+// write them as null (the earlier form) read back as the same run.
+func TestChannelsLeaveOutAbsentBarriersAndValues(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.Channels = map[string]Channel{
+		"edge:e":  {Version: 1},
+		"state:s": {Value: "v", Version: 2},
+		"join:j":  {BarrierSeen: []string{}, Version: 0},
+		"join:k":  {BarrierSeen: []string{"a"}, Value: int64(1), Version: 3},
+	}
+	r.ChangedChannels = []string{"state:s"}
+	b, err := Encode(r)
+	require.NoError(t, err)
+	doc := string(b)
+	assert.Contains(t, doc, `"channels":{"edge:e":{"version":1},"join:j":{"barrier_seen":[],"version":0},`+
+		`"join:k":{"barrier_seen":["a"],"value":1,"version":3},"state:s":{"value":"v","version":2}}`)
+
+	earlier := strings.NewReplacer(
+		`"edge:e":{"version":1}`, `"edge:e":{"barrier_seen":null,"value":null,"version":1}`,
+		`"state:s":{"value":"v","version":2}`, `"state:s":{"barrier_seen":null,"value":"v","version":2}`,
+	).Replace(doc)
+	require.NotEqual(t, doc, earlier)
+	got, err := Decode([]byte(earlier))
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
+
+	for name, bad := range map[string]string{
+		"unknown channel key": strings.Replace(doc, `"edge:e":{"version":1}`, `"edge:e":{"extra":1,"version":1}`, 1),
+		"missing version":     strings.Replace(doc, `"edge:e":{"version":1}`, `"edge:e":{}`, 1),
+	} {
+		_, err := Decode([]byte(bad))
+		assert.ErrorIs(t, err, ErrCorruptRun, name)
+	}
+}
+
 func TestDecodeRejectsCorruptDocuments(t *testing.T) {
 	t.Parallel()
 	good, err := Encode(waitingRun())
