@@ -219,7 +219,7 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     committed document it leased (the holder skips a read).
 //
 // $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
-const sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
+var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
@@ -230,39 +230,8 @@ const sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
-` + claimExpiredCTE + `ranked AS (
-    SELECT id, eligible_at, 'ready'::text AS class,
-           row_number() OVER (ORDER BY eligible_at, id) AS class_rank
-    FROM ready
-    UNION ALL
-    SELECT id, eligible_at, 'expired'::text AS class,
-           row_number() OVER (ORDER BY eligible_at, id) AS class_rank
-    FROM expired
-),
-picked AS MATERIALIZED (
-    SELECT id, class, admission_order
-    FROM (
-        SELECT id, class,
-               row_number() OVER (
-                   ORDER BY ($2::integer >= 2 AND class_rank = 1) DESC,
-                            ($2::integer = 1 AND class = $5::text) DESC,
-                            eligible_at, id
-               ) AS admission_order
-        FROM ranked
-    ) AS ordered
-    WHERE admission_order <= $2::integer
-),
-outcome AS (
-    UPDATE {schema}.docket_runs AS r
-    SET claim_token        = CASE WHEN r.claim_attempts < $4::integer THEN gen_random_uuid() END,
-        claimed_at         = CASE WHEN r.claim_attempts < $4::integer THEN $1::timestamptz END,
-        wake_at            = NULL,
-        claim_attempts     = CASE WHEN r.claim_attempts < $4::integer THEN r.claim_attempts + 1
-                                  ELSE r.claim_attempts END,
-        poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
-        poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
-                                  ELSE 'max_claim_attempts_exceeded' END,
-        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer THEN r.tenant_admitted_at END` + claimOutcomeTail
+` + claimExpiredCTE + claimMergeCTEs("eligible_at, id", "eligible_at, id",
+	" THEN r.tenant_admitted_at END")
 
 // sqlClaimDueWindowed is ClaimDue under the tenant-fair policy
 // (claim.WindowedInterleave), as one autocommit statement. It shares the
@@ -294,7 +263,7 @@ outcome AS (
 //     clears it.
 //
 // $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
-const sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
+var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
     SELECT s.scope_key
     FROM {schema}.docket_claim_schedule AS s
     WHERE EXISTS (SELECT 1 FROM authority)
@@ -356,9 +325,18 @@ ready AS MATERIALIZED (
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
-` + claimExpiredCTE + `ranked AS (
+` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
+                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END`)
+
+// claimMergeCTEs ranks the two classes, merges them (claim.Merge) and
+// applies the per-row outcome, after a statement's ready and expired
+// CTEs. The policies differ only in the ready class's rank order, the
+// merge's tail order and what a lease does to the admission marker (the
+// end of its CASE).
+func claimMergeCTEs(readyRank, mergeTail, leaseAdmission string) string {
+	return `ranked AS (
     SELECT id, eligible_at, 'ready'::text AS class,
-           row_number() OVER (ORDER BY scope_rank, eligible_at, id) AS class_rank
+           row_number() OVER (ORDER BY ` + readyRank + `) AS class_rank
     FROM ready
     UNION ALL
     SELECT id, eligible_at, 'expired'::text AS class,
@@ -372,7 +350,7 @@ picked AS MATERIALIZED (
                row_number() OVER (
                    ORDER BY ($2::integer >= 2 AND class_rank = 1) DESC,
                             ($2::integer = 1 AND class = $5::text) DESC,
-                            class_rank, eligible_at, id
+                            ` + mergeTail + `
                ) AS admission_order
         FROM ranked
     ) AS ordered
@@ -388,8 +366,8 @@ outcome AS (
         poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
         poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
                                   ELSE 'max_claim_attempts_exceeded' END,
-        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer
-                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END` + claimOutcomeTail
+        tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer` + leaseAdmission + claimOutcomeTail
+}
 
 // sqlGateMode reads the admission gate's mode without locking it.
 const sqlGateMode = `SELECT admission_mode FROM {schema}.docket_claim_policy WHERE id = 1`
