@@ -33,6 +33,38 @@ func (a eventArrays) args() []any {
 	return []any{a.seqs, a.types, a.steps, a.nodeIDs, a.channelIDs, a.taskIDs, a.payloads, a.metadata, a.occurred}
 }
 
+// newEventArrays has room for n events.
+func newEventArrays(n int) eventArrays {
+	return eventArrays{
+		seqs: make([]int64, 0, n), types: make([]string, 0, n), steps: make([]int32, 0, n),
+		nodeIDs: make(pgtype.FlatArray[*string], 0, n), channelIDs: make(pgtype.FlatArray[*string], 0, n),
+		taskIDs: make(pgtype.FlatArray[*string], 0, n), payloads: make(pgtype.FlatArray[[]byte], 0, n),
+		metadata: make(pgtype.FlatArray[[]byte], 0, n), occurred: make([]time.Time, 0, n),
+	}
+}
+
+// batchEvents lays the events of a batch's writes end to end, each array
+// allocated once, with the ord (batch index) of the write each belongs to.
+func batchEvents[T any](batch []*pending[T], arrays func(T) eventArrays) (eventArrays, []int32) {
+	total := 0
+	for _, p := range batch {
+		total += len(arrays(p.args).seqs)
+	}
+	ords := make([]int32, 0, total)
+	if len(batch) == 1 {
+		return arrays(batch[0].args), ords[:total]
+	}
+	events := newEventArrays(total)
+	for i, p := range batch {
+		a := arrays(p.args)
+		events.append(a)
+		for range a.seqs {
+			ords = append(ords, int32(i))
+		}
+	}
+	return events, ords
+}
+
 // append adds b's events after a's.
 func (a *eventArrays) append(b eventArrays) {
 	a.seqs = append(a.seqs, b.seqs...)
@@ -50,13 +82,7 @@ func (a *eventArrays) append(b eventArrays) {
 // arrays. Payload and metadata are value.Canonical bytes of the map (nil
 // and empty alike as {}), so byte equality in SQL is content equality.
 func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
-	n := len(events)
-	a := eventArrays{
-		seqs: make([]int64, 0, n), types: make([]string, 0, n), steps: make([]int32, 0, n),
-		nodeIDs: make(pgtype.FlatArray[*string], 0, n), channelIDs: make(pgtype.FlatArray[*string], 0, n),
-		taskIDs: make(pgtype.FlatArray[*string], 0, n), payloads: make(pgtype.FlatArray[[]byte], 0, n),
-		metadata: make(pgtype.FlatArray[[]byte], 0, n), occurred: make([]time.Time, 0, n),
-	}
+	a := newEventArrays(len(events))
 	for _, e := range events {
 		if e.Step > math.MaxInt32 {
 			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d step %d is out of range", e.Seq, e.Step)}

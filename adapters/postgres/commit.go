@@ -158,8 +158,7 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 	expected, seqs, eventSeqs := make([]int64, n), make([]int64, n), make([]int64, n)
 	tokens := make(tokenArray, n)
 	states := make(pgtype.FlatArray[[]byte], n)
-	var events eventArrays
-	var eventOrds []int32
+	events, eventOrds := batchEvents(batch, func(c commitRow) eventArrays { return c.arrays })
 	for i, c := range batch {
 		a, r := c.args, c.args.moment.Run
 		ords[i] = int32(i)
@@ -171,14 +170,6 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 		seqs[i], eventSeqs[i], types[i] = r.CheckpointSeq, r.EventSeq, string(a.moment.CheckpointType)
 		updated[i], finished[i] = ports.Micros(r.UpdatedAt), optTime(r.FinishedAt)
 		scheds[i], ats[i] = a.sched, a.at
-		if n == 1 {
-			events = a.arrays
-		} else {
-			events.append(a.arrays)
-		}
-		for range a.events {
-			eventOrds = append(eventOrds, int32(i))
-		}
 	}
 	args := []any{ords, runIDs, systems, keys, graphIDs, hashes, started, expected, tokens,
 		statuses, steps, states, seqs, eventSeqs, types, updated, finished, scheds, ats,

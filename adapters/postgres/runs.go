@@ -131,8 +131,7 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 	seqs, eventSeqs := make([]int64, n), make([]int64, n)
 	wakes, started, updated := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	finished := make(pgtype.FlatArray[*time.Time], n)
-	var events eventArrays
-	var eventOrds []int32
+	events, eventOrds := batchEvents(batch, func(ins insertRow) eventArrays { return ins.arrays })
 	for i, ins := range batch {
 		a, r := ins.args, ins.args.moment.Run
 		ords[i], runIDs[i], tenants[i] = int32(i), r.ID, tenantArg(a.owner)
@@ -140,10 +139,6 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 		steps[i], states[i], seqs[i], eventSeqs[i] = a.doc.step, a.doc.state, r.CheckpointSeq, r.EventSeq
 		types[i], wakes[i] = string(a.moment.CheckpointType), a.wakeAt
 		started[i], updated[i], finished[i] = ports.Micros(r.StartedAt), ports.Micros(r.UpdatedAt), optTime(r.FinishedAt)
-		events.append(a.arrays)
-		for range a.events {
-			eventOrds = append(eventOrds, int32(i))
-		}
 	}
 	args := append([]any{ords, runIDs, tenants, graphIDs, hashes, statuses, steps, states, seqs, eventSeqs,
 		types, wakes, started, updated, finished, s.storeNow(), s.schema, eventOrds}, events.args()...)
