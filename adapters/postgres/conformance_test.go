@@ -12,17 +12,19 @@ import (
 // store clock (the suite drives the columns PostgreSQL would stamp with
 // CURRENT_TIMESTAMP or clock_timestamp()); caller-clock columns follow the
 // times the suite passes.
-func factory(simple bool) conformance.Factory { return policyFactory(simple, nil) }
+func factory(simple bool) conformance.Factory { return policyFactory(simple, nil, false) }
 
-// policyFactory is factory for a store running policy (nil: claim.Legacy).
-func policyFactory(simple bool, policy claim.Policy) conformance.Factory {
+// policyFactory is factory for a store running policy (nil: claim.Legacy),
+// on a pool whose sessions plan every statement generically when
+// genericPlans.
+func policyFactory(simple bool, policy claim.Policy, genericPlans bool) conformance.Factory {
 	return func(t conformance.T) conformance.Adapter {
 		tb, ok := t.(testing.TB)
 		if !ok {
 			t.Fatalf("the PostgreSQL factory needs a testing.TB, got %T", t)
 		}
 		clock := conformance.NewManualClock(conformance.ReferenceTime)
-		env := newEnv(tb, envOptions{simple: simple, clock: clock, listen: !simple, policy: policy})
+		env := newEnv(tb, envOptions{simple: simple, clock: clock, listen: !simple, policy: policy, genericPlans: genericPlans})
 		return conformance.Adapter{
 			Backend:       env.store,
 			Clock:         clock,
@@ -64,8 +66,25 @@ func TestConformanceWindowedInterleave(t *testing.T) {
 		AdmissionGate:     true,
 		SchemaGuards:      true,
 		TenantFairPolicy:  true,
-	}, policyFactory(false, claim.WindowedInterleave))
-	t.Logf("conformance on PostgreSQL (windowed interleave):\n%s", report)
+	}, policyFactory(false, claim.WindowedInterleave, true))
+	t.Logf("conformance on PostgreSQL (windowed interleave, generic plans):\n%s", report)
+	if !report.Passed() {
+		t.Errorf("failed invariants: %v", report.Failed())
+	}
+}
+
+// Every invariant holds whatever plans PostgreSQL settles on: a session
+// that plans every statement generically (as the plan cache may after
+// five executions) once pruned a commit's later event before an earlier
+// one (PRUNE-001), because event ids followed the join order.
+func TestConformanceGenericPlans(t *testing.T) {
+	t.Parallel()
+	report := conformance.Run(t, conformance.Features{
+		WakeNotifications: true,
+		AdmissionGate:     true,
+		SchemaGuards:      true,
+	}, policyFactory(false, nil, true))
+	t.Logf("conformance on PostgreSQL (extended protocol, LISTEN, generic plans):\n%s", report)
 	if !report.Passed() {
 		t.Errorf("failed invariants: %v", report.Failed())
 	}

@@ -34,6 +34,11 @@ type envOptions struct {
 	tracer pgx.QueryTracer
 	// policy is the store's claim policy (nil: claim.Legacy).
 	policy claim.Policy
+	// genericPlans makes the pool's sessions plan every prepared statement
+	// generically (plan_cache_mode = force_generic_plan, no JIT), as
+	// PostgreSQL may settle on after five executions: what a store writes
+	// must not depend on the plan.
+	genericPlans bool
 }
 
 // testEnv is one Store on a fresh, migrated schema of the test process's
@@ -67,6 +72,10 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	}
 	cfg.MinConns = 0
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	if opts.genericPlans {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	if opts.simple {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	}

@@ -409,6 +409,11 @@ const wakeCTE = `wake AS (
        OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
 )`
 
+// Every event insert orders its rows by (ord, seq): the bigserial id is
+// assigned in that order, so within one insertion time ids follow seqs and
+// the pruner (inserted_at, id) removes a run's oldest events first,
+// whatever join order the plan of the moment chose.
+//
 // freshEventCTEs is eventCTEs for events that cannot exist yet (a new
 // run's) or that the caller expects not to (a claimed commit's fast path):
 // plain inserts, no idempotency. A stored row at a proposed (run_id, seq)
@@ -422,6 +427,7 @@ written AS (
     SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
            e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
     FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+    ORDER BY e.ord, e.seq
     RETURNING run_id, seq
 ),
 ` + wakeCTE + `
@@ -464,6 +470,7 @@ written AS (
     SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
            e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
     FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+    ORDER BY e.ord, e.seq
     ON CONFLICT (run_id, seq) DO UPDATE SET seq = EXCLUDED.seq
     WHERE stored.type = EXCLUDED.type
       AND stored.step = EXCLUDED.step
@@ -482,6 +489,7 @@ tripwire AS (
            e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
     FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
     WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.run_id = m.run_id AND w.seq = e.seq)
+    ORDER BY e.ord, e.seq
     RETURNING seq
 ),
 ` + wakeCTE + `
