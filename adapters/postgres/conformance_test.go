@@ -34,58 +34,33 @@ func policyFactory(simple bool, policy claim.Policy, genericPlans bool) conforma
 	}
 }
 
-func TestConformanceExtendedProtocolWithListener(t *testing.T) {
+// TestConformance runs the suite under every configuration the adapter's
+// behaviour could depend on. Sessions that plan every statement
+// generically (as PostgreSQL's plan cache may after five executions) once
+// pruned a commit's later event before an earlier one (PRUNE-001),
+// because event ids followed the join order.
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	report := conformance.Run(t, conformance.Features{
-		WakeNotifications: true,
-		AdmissionGate:     true,
-		SchemaGuards:      true,
-	}, factory(false))
-	t.Logf("conformance on PostgreSQL (extended protocol, LISTEN):\n%s", report)
-	if !report.Passed() {
-		t.Errorf("failed invariants: %v", report.Failed())
-	}
-}
-
-func TestConformanceSimpleProtocolPollOnly(t *testing.T) {
-	t.Parallel()
-	report := conformance.Run(t, conformance.Features{
-		AdmissionGate: true,
-		SchemaGuards:  true,
-	}, factory(true))
-	t.Logf("conformance on PostgreSQL (simple protocol, poll-only):\n%s", report)
-	if !report.Passed() {
-		t.Errorf("failed invariants: %v", report.Failed())
-	}
-}
-
-func TestConformanceWindowedInterleave(t *testing.T) {
-	t.Parallel()
-	report := conformance.Run(t, conformance.Features{
-		WakeNotifications: true,
-		AdmissionGate:     true,
-		SchemaGuards:      true,
-		TenantFairPolicy:  true,
-	}, policyFactory(false, claim.WindowedInterleave, true))
-	t.Logf("conformance on PostgreSQL (windowed interleave, generic plans):\n%s", report)
-	if !report.Passed() {
-		t.Errorf("failed invariants: %v", report.Failed())
-	}
-}
-
-// Every invariant holds whatever plans PostgreSQL settles on: a session
-// that plans every statement generically (as the plan cache may after
-// five executions) once pruned a commit's later event before an earlier
-// one (PRUNE-001), because event ids followed the join order.
-func TestConformanceGenericPlans(t *testing.T) {
-	t.Parallel()
-	report := conformance.Run(t, conformance.Features{
-		WakeNotifications: true,
-		AdmissionGate:     true,
-		SchemaGuards:      true,
-	}, policyFactory(false, nil, true))
-	t.Logf("conformance on PostgreSQL (extended protocol, LISTEN, generic plans):\n%s", report)
-	if !report.Passed() {
-		t.Errorf("failed invariants: %v", report.Failed())
+	all := conformance.Features{WakeNotifications: true, AdmissionGate: true, SchemaGuards: true}
+	windowed := all
+	windowed.TenantFairPolicy = true
+	for _, tc := range []struct {
+		name     string
+		features conformance.Features
+		factory  conformance.Factory
+	}{
+		{"ExtendedProtocolWithListener", all, factory(false)},
+		{"SimpleProtocolPollOnly", conformance.Features{AdmissionGate: true, SchemaGuards: true}, factory(true)},
+		{"GenericPlans", all, policyFactory(false, nil, true)},
+		{"WindowedInterleaveGenericPlans", windowed, policyFactory(false, claim.WindowedInterleave, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			report := conformance.Run(t, tc.features, tc.factory)
+			t.Logf("conformance on PostgreSQL (%s):\n%s", tc.name, report)
+			if !report.Passed() {
+				t.Errorf("failed invariants: %v", report.Failed())
+			}
+		})
 	}
 }

@@ -409,6 +409,14 @@ const wakeCTE = `wake AS (
        OR (m.sched = 'at' AND m.at <= COALESCE(@now::timestamptz, clock_timestamp()))
 )`
 
+// eventRows is what every event insert writes: the columns, and each
+// proposed event of a moved run (a missed fence moves nothing, so writes
+// none).
+const eventRows = `        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
+           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
+    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord`
+
 // Every event insert orders its rows by (ord, seq): the bigserial id is
 // assigned in that order, so within one insertion time ids follow seqs and
 // the pruner (inserted_at, id) removes a run's oldest events first,
@@ -423,10 +431,7 @@ const wakeCTE = `wake AS (
 const freshEventCTEs = incomingEventsCTE + `
 written AS (
     INSERT INTO {schema}.docket_events
-        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
-    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
-           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
-    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+` + eventRows + `
     ORDER BY e.ord, e.seq
     RETURNING run_id, seq
 ),
@@ -466,10 +471,7 @@ LEFT JOIN (SELECT run_id, count(*) AS n FROM written GROUP BY run_id) AS w ON w.
 const eventCTEs = incomingEventsCTE + `
 written AS (
     INSERT INTO {schema}.docket_events AS stored
-        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
-    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
-           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
-    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+` + eventRows + `
     ORDER BY e.ord, e.seq
     ON CONFLICT (run_id, seq) DO UPDATE SET seq = EXCLUDED.seq
     WHERE stored.type = EXCLUDED.type
@@ -484,10 +486,7 @@ written AS (
 ),
 tripwire AS (
     INSERT INTO {schema}.docket_events
-        (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
-    SELECT m.run_id, e.seq, e.type, e.step, e.node_id, e.channel_id, e.task_id, e.payload, e.metadata,
-           e.occurred_at, COALESCE(@now::timestamptz, clock_timestamp())
-    FROM moved AS m JOIN incoming AS e ON e.ord = m.ord
+` + eventRows + `
     WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.run_id = m.run_id AND w.seq = e.seq)
     ORDER BY e.ord, e.seq
     RETURNING seq
