@@ -80,8 +80,15 @@ type Config struct {
 	// Stop does not wait for it beyond a short grace after that.
 	OnPoisoned func(ctx context.Context, poisoned []ports.PoisonOutcome)
 	// Drive runs one lease to completion (the vehicle); it is called in its
-	// own goroutine. ctx ends when Stop gives up waiting.
-	Drive func(ctx context.Context, lease ports.Lease) // required
+	// own goroutine. ctx ends when Stop gives up waiting. A drive that
+	// calls nodesDone (at most once) says that it runs no more node code
+	// and only writes its outcome: its slot then goes to the next claim
+	// while it finishes, if fewer than MaxFinishing drives are finishing.
+	Drive func(ctx context.Context, lease ports.Lease, nodesDone func()) // required
+	// MaxFinishing bounds the drives that gave their slot up and are still
+	// writing their outcome (0: Concurrency), so at most Concurrency +
+	// MaxFinishing claims are held at once.
+	MaxFinishing int
 	// ClaimPolicy is the store's claim policy as a bounded telemetry label
 	// (for example "legacy"); empty leaves the label off.
 	ClaimPolicy string
@@ -112,6 +119,7 @@ type Dispatcher struct {
 	done      chan struct{}  // closed when the loop has returned
 	listening sync.WaitGroup // the listener goroutine
 	callbacks pending        // OnPoisoned callbacks
+	finishing pending        // drives that gave their slot up (nodesDone)
 }
 
 // pollResult is one finished claim. The poll span stays open until the
@@ -144,6 +152,11 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: PollInterval must be positive")
 	case cfg.MaxClaimAttempts < 1:
 		return nil, errors.New("dispatch: MaxClaimAttempts must be at least 1")
+	case cfg.MaxFinishing < 0:
+		return nil, errors.New("dispatch: MaxFinishing must not be negative")
+	}
+	if cfg.MaxFinishing == 0 {
+		cfg.MaxFinishing = cfg.Concurrency
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = ports.SystemClock{}
@@ -439,17 +452,32 @@ func resultOf(err error) string {
 	return ports.ResultOK
 }
 
-// run drives one lease and reports its exit. A panic that escapes the
-// vehicle leaves the claim to expire.
+// run drives one lease and reports its slot free: when the drive ends, or
+// earlier when it says its node work is over and a finishing place is
+// free (the drive then counts as finishing until it ends). A panic that
+// escapes the vehicle leaves the claim to expire.
 func (d *Dispatcher) run(lease ports.Lease) {
-	defer func() { d.exits <- struct{}{} }()
+	finishing := false // only this goroutine reads or writes it
+	defer func() {
+		if finishing {
+			d.finishing.done()
+		} else {
+			d.exits <- struct{}{}
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			d.cfg.Logger.Error("docket vehicle panicked; the claim will expire after the orphan TTL",
 				slog.String("run_id", lease.RunID), slog.String("panic", fmt.Sprint(p)))
 		}
 	}()
-	d.cfg.Drive(d.vehicleCtx, lease)
+	nodesDone := func() {
+		if !finishing && d.finishing.tryAdd(d.cfg.MaxFinishing) {
+			finishing = true
+			d.exits <- struct{}{}
+		}
+	}
+	d.cfg.Drive(d.vehicleCtx, lease, nodesDone)
 }
 
 func (d *Dispatcher) release(lease ports.Lease) {
@@ -526,8 +554,15 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 	}
 	d.cancelPoll()
 	inFlight = d.awaitExits(inFlight, ctx.Done())
+	// A drive that gives its slot up while this waits counts as finishing,
+	// so the finishing drives are looked at only once the slots are empty.
+	finishingDone := d.finishing.drained()
+	finishingLate := !closedBy(finishingDone, ctx.Done())
 	callbacksDone := d.callbacks.drained()
 	remaining, callbacksLate := inFlight, !closedBy(callbacksDone, ctx.Done())
+	if finishingLate {
+		remaining += d.finishing.count()
+	}
 	if remaining > 0 || callbacksLate {
 		// Go cannot abandon a goroutine: cancel the stragglers and give them
 		// a moment to return. Vehicles' claims are not released.
@@ -535,6 +570,7 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 		d.cancelCallbacks()
 		graceCtx, cancelGrace := context.WithTimeout(context.Background(), shutdownGrace)
 		d.awaitExits(inFlight, graceCtx.Done())
+		closedBy(finishingDone, graceCtx.Done())
 		closedBy(callbacksDone, graceCtx.Done())
 		cancelGrace()
 	}
@@ -573,6 +609,27 @@ func (p *pending) add() {
 		p.idle = make(chan struct{})
 	}
 	p.n++
+}
+
+// tryAdd is add unless limit are counted already.
+func (p *pending) tryAdd(limit int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n >= limit {
+		return false
+	}
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+	return true
+}
+
+// count is how many are counted now.
+func (p *pending) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
 }
 
 func (p *pending) done() {

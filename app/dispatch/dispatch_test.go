@@ -99,7 +99,7 @@ func newDispatcher(t *testing.T, store *fakeStore, edit func(*dispatch.Config)) 
 		OrphanTTL:        time.Minute,
 		MaxClaimAttempts: 5,
 		DrainTimeout:     wait,
-		Drive:            func(context.Context, ports.Lease) {},
+		Drive:            func(context.Context, ports.Lease, func()) {},
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -120,7 +120,7 @@ func TestDemandIsTheFreeConcurrency(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan string, 10)
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
-		c.Drive = func(_ context.Context, l ports.Lease) {
+		c.Drive = func(_ context.Context, l ports.Lease, _ func()) {
 			started <- l.RunID
 			<-release
 		}
@@ -139,6 +139,114 @@ func TestDemandIsTheFreeConcurrency(t *testing.T) {
 	assert.Empty(t, store.releases(), "launched leases are the vehicles' to release")
 }
 
+func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, r claim.Request) (*ports.ClaimBatch, error) {
+		if call > 3 {
+			return empty(), nil
+		}
+		return leases(fmt.Sprintf("c%d-", call), r.Limit), nil
+	})
+	finish := map[string]chan struct{}{"c1-0": make(chan struct{}), "c2-0": make(chan struct{})}
+	started := make(chan string, 10)
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Concurrency, c.MaxFinishing = 1, 1
+		c.Drive = func(_ context.Context, l ports.Lease, nodesDone func()) {
+			started <- l.RunID
+			if ch, ok := finish[l.RunID]; ok {
+				nodesDone() // only the final commit remains
+				nodesDone() // a second call changes nothing
+				<-ch
+			}
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	assert.Equal(t, "c1-0", <-started)
+	assert.Equal(t, "c2-0", <-started, "the finishing drive's slot went to the next claim")
+	// c2-0 found no free finishing place, so it keeps its slot: no third
+	// claim while it runs, whatever is requested.
+	d.RequestPoll()
+	close(finish["c1-0"])
+	select {
+	case id := <-started:
+		t.Fatalf("%s was launched while the only slot was held", id)
+	case <-time.After(50 * time.Millisecond):
+	}
+	assert.Equal(t, []int{1, 1}, store.limits())
+
+	close(finish["c2-0"])
+	assert.Equal(t, "c3-0", <-started, "the slot is free again once the drive that kept it ends")
+	require.NoError(t, d.Stop(context.Background()))
+}
+
+func TestStopWaitsForFinishingDrives(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return leases("r", 2), nil
+		}
+		return empty(), nil
+	})
+	finishing := make(chan struct{}, 2)
+	finish := make(chan struct{})
+	cancelled := make(chan string, 2)
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.DrainTimeout = 50 * time.Millisecond
+		c.Drive = func(ctx context.Context, l ports.Lease, nodesDone func()) {
+			nodesDone()
+			finishing <- struct{}{}
+			select {
+			case <-finish:
+			case <-ctx.Done():
+				cancelled <- l.RunID
+			}
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	<-finishing
+	<-finishing
+	err := d.Stop(context.Background())
+	require.ErrorIs(t, err, context.DeadlineExceeded, "finishing drives are in-flight work")
+	assert.Contains(t, err.Error(), "2 vehicle(s)")
+	assert.ElementsMatch(t, []string{"r0", "r1"}, []string{<-cancelled, <-cancelled},
+		"a finishing drive still running at the drain deadline has its context cancelled")
+	close(finish)
+}
+
+func TestStopReturnsOnceFinishingDrivesEnd(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return leases("r", 1), nil
+		}
+		return empty(), nil
+	})
+	finishing := make(chan struct{})
+	finish := make(chan struct{})
+	var ended sync.WaitGroup
+	ended.Add(1)
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Drive = func(ctx context.Context, _ ports.Lease, nodesDone func()) {
+			defer ended.Done()
+			nodesDone()
+			close(finishing)
+			<-finish
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	<-finishing
+	stopped := make(chan error)
+	go func() { stopped <- d.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a drive was still finishing", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(finish)
+	require.NoError(t, <-stopped)
+	ended.Wait()
+}
+
 func TestStopReleasesTheLeasesOfAPollInFlight(t *testing.T) {
 	t.Parallel()
 	unblock := make(chan struct{})
@@ -150,7 +258,7 @@ func TestStopReleasesTheLeasesOfAPollInFlight(t *testing.T) {
 	n := &fakeNotifier{ch: make(chan ports.Wake), stopped: make(chan struct{})}
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
 		c.Notifier = n
-		c.Drive = func(_ context.Context, l ports.Lease) { driven <- l.RunID }
+		c.Drive = func(_ context.Context, l ports.Lease, _ func()) { driven <- l.RunID }
 	})
 	require.NoError(t, d.Start(context.Background()))
 	store.waitCall(t, 1)
@@ -175,7 +283,7 @@ func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
 	cancelled := make(chan struct{})
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
 		c.DrainTimeout = 20 * time.Millisecond
-		c.Drive = func(ctx context.Context, _ ports.Lease) {
+		c.Drive = func(ctx context.Context, _ ports.Lease, _ func()) {
 			close(running)
 			<-ctx.Done()
 			close(cancelled)
@@ -313,15 +421,16 @@ func TestNewRejectsIncompleteConfigs(t *testing.T) {
 	t.Parallel()
 	base := func() dispatch.Config {
 		return dispatch.Config{Runs: newFakeStore(nil), Phase: &claim.Phase{}, Concurrency: 1, PollInterval: time.Second,
-			MaxClaimAttempts: 1, Drive: func(context.Context, ports.Lease) {}}
+			MaxClaimAttempts: 1, Drive: func(context.Context, ports.Lease, func()) {}}
 	}
 	for name, edit := range map[string]func(*dispatch.Config){
-		"no store":         func(c *dispatch.Config) { c.Runs = nil },
-		"no phase":         func(c *dispatch.Config) { c.Phase = nil },
-		"no vehicle":       func(c *dispatch.Config) { c.Drive = nil },
-		"zero concurrency": func(c *dispatch.Config) { c.Concurrency = 0 },
-		"zero interval":    func(c *dispatch.Config) { c.PollInterval = 0 },
-		"zero attempts":    func(c *dispatch.Config) { c.MaxClaimAttempts = 0 },
+		"no store":           func(c *dispatch.Config) { c.Runs = nil },
+		"no phase":           func(c *dispatch.Config) { c.Phase = nil },
+		"no vehicle":         func(c *dispatch.Config) { c.Drive = nil },
+		"zero concurrency":   func(c *dispatch.Config) { c.Concurrency = 0 },
+		"zero interval":      func(c *dispatch.Config) { c.PollInterval = 0 },
+		"zero attempts":      func(c *dispatch.Config) { c.MaxClaimAttempts = 0 },
+		"negative finishing": func(c *dispatch.Config) { c.MaxFinishing = -1 },
 	} {
 		cfg := base()
 		edit(&cfg)

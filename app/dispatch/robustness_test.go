@@ -63,7 +63,7 @@ func TestAHungClaimTimesOutAndTheNextPollClaims(t *testing.T) {
 		Runs: store, Phase: phase, Concurrency: 1, PollInterval: 10 * time.Millisecond,
 		OrphanTTL: time.Minute, MaxClaimAttempts: 5, DrainTimeout: wait,
 		StoreTimeout: 30 * time.Millisecond,
-		Drive:        func(_ context.Context, l ports.Lease) { driven <- l.RunID },
+		Drive:        func(_ context.Context, l ports.Lease, _ func()) { driven <- l.RunID },
 	})
 	require.NoError(t, err)
 	require.NoError(t, d.Start(context.Background()))

@@ -111,7 +111,7 @@ func TestPollsAreReportedOncePerPollWithTheirClaims(t *testing.T) {
 		c.Concurrency = 4
 		c.ClaimPolicy = "legacy"
 		c.Telemetry = tel
-		c.Drive = func(context.Context, ports.Lease) { exited <- struct{}{} }
+		c.Drive = func(context.Context, ports.Lease, func()) { exited <- struct{}{} }
 	})
 	require.NoError(t, d.Start(context.Background()))
 	store.waitCall(t, 2) // poison asks for an immediate second poll

@@ -141,7 +141,10 @@ type Config struct {
 // DispatcherConfig configures the claim loop.
 type DispatcherConfig struct {
 	// Concurrency is the maximum number of runs driven at once (default
-	// 10).
+	// 10). A run whose nodes are done and whose final commit (its park or
+	// its end) is in flight gives its place to the next claimed run; up
+	// to Concurrency such commits may be in flight besides, so the engine
+	// holds at most 2 × Concurrency claims.
 	Concurrency int
 	// PollInterval is the longest wait between polls (default 1s); each
 	// wait is jittered below it. Polling is the correctness path.

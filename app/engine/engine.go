@@ -191,7 +191,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		StoreTimeout:     e.cfg.StoreTimeout,
 		Jitter:           dc.Jitter,
 		OnPoisoned:       dc.OnPoisoned,
-		Drive:            func(ctx context.Context, lease ports.Lease) { e.driver.Drive(ctx, lease) },
+		Drive:            func(ctx context.Context, lease ports.Lease, nodesDone func()) { e.driver.DriveNotifying(ctx, lease, nodesDone) },
 		ClaimPolicy:      claimPolicyLabel(e.backend.Capabilities()),
 		Telemetry:        e.cfg.Telemetry,
 		Logger:           e.cfg.Logger,

@@ -143,13 +143,26 @@ type drive struct {
 	lease     ports.Lease
 	started   time.Time // monotonic
 	committed int
+	// nodesDone, when set, is told once that the drive will run no more
+	// node attempts (see DriveNotifying); nil after it was called.
+	nodesDone func()
 }
 
 // Drive runs one lease to its outcome. It never returns an error: every
 // ending is an Outcome, and every claim is released, handed back, or (for
 // Interrupted and Crashed) left to expire.
-func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) (out Outcome) {
-	d := &drive{Vehicle: v, lease: lease, started: time.Now()}
+func (v *Vehicle) Drive(ctx context.Context, lease ports.Lease) Outcome {
+	return v.DriveNotifying(ctx, lease, nil)
+}
+
+// DriveNotifying is Drive that calls nodesDone (at most once, on the
+// drive's goroutine) when the drive has run its last node attempt and
+// only the commit of its final moment (a park or the run's end) remains.
+// The dispatcher gives the drive's concurrency slot to the next claimed
+// run there, so that run's nodes start while this commit is in flight;
+// the commit's outcome is handled exactly as without the call.
+func (v *Vehicle) DriveNotifying(ctx context.Context, lease ports.Lease, nodesDone func()) (out Outcome) {
+	d := &drive{Vehicle: v, lease: lease, started: time.Now(), nodesDone: nodesDone}
 	ctx, span := v.cfg.Telemetry.StartSpan(ctx, ports.FactVehicle,
 		ports.Label{Key: ports.LabelRunID, Value: lease.RunID},
 		ports.Label{Key: ports.LabelGraphID, Value: lease.GraphID},
@@ -258,6 +271,7 @@ func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor
 	case superstep.Commit:
 		m = step.Moment
 	case superstep.Park:
+		d.noMoreNodes()
 		return nil, nil, d.deferUntil(ctx, r, step.ResumeAt), true
 	case superstep.Wait:
 		return nil, nil, d.crash(fmt.Errorf("claim invariant: claimed run %q is blocked on open interrupts", r.ID)), true
@@ -280,6 +294,9 @@ func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor
 			}
 			chain[len(chain)-1] = last
 		}
+	}
+	if last.Disposition.Kind != run.DispositionContinue {
+		d.noMoreNodes()
 	}
 	stored, out, ok := d.commit(ctx, chain)
 	if !ok {
@@ -316,6 +333,15 @@ func (d *drive) fuse(g *graph.Compiled, m *run.Moment, floor time.Time) (chain [
 		chain = append(chain, m)
 	}
 	return chain, ahead, nil
+}
+
+// noMoreNodes tells the DriveNotifying caller, once, that this drive's
+// node work is over.
+func (d *drive) noMoreNodes() {
+	if f := d.nodesDone; f != nil {
+		d.nodesDone = nil
+		f()
+	}
 }
 
 // momentResult is a moment span's result: ok once its commit succeeded,

@@ -347,3 +347,41 @@ func TestGraphsThisHostCannotUseAreHandedBack(t *testing.T) {
 		assert.Equal(t, graphcache.Incompatible, result)
 	})
 }
+
+// commitWatch records, for every commit, whether the drive had already
+// said that its node work was over.
+type commitWatch struct {
+	ports.RunStore
+	nodesDone    *int
+	doneAtCommit []int
+}
+
+func (s *commitWatch) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	s.doneAtCommit = append(s.doneAtCommit, *s.nodesDone)
+	return s.RunStore.Commit(ctx, scope, p)
+}
+
+func TestNodesDoneIsToldOnceWhenOnlyTheFinalCommitRemains(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, twoSteps("t.write"))
+	calls := 0
+	store := &commitWatch{RunStore: f.store, nodesDone: &calls}
+	v := f.vehicle(t, store)
+	out := v.DriveNotifying(context.Background(), f.claim(t), func() { calls++ })
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionTerminal, out.Park)
+	assert.Equal(t, []int{0, 1}, store.doneAtCommit,
+		"the continue commit precedes the word; the final commit (second node, fused completion) follows it")
+	assert.Equal(t, 1, calls)
+}
+
+func TestNodesDoneIsToldBeforeAFailedFinalCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	calls := 0
+	v := f.vehicle(t, failingCommits{RunStore: f.store, err: errors.New("connection reset")})
+	out := v.DriveNotifying(context.Background(), f.claim(t), func() { calls++ })
+	assert.Equal(t, vehicle.Discarded, out.Kind, "the commit's failure is handled as without the word")
+	assert.Equal(t, 1, calls)
+	assert.False(t, f.info(t).Claimed(), "the claim is still released")
+}
