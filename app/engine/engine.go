@@ -191,10 +191,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		StoreTimeout:     e.cfg.StoreTimeout,
 		Jitter:           dc.Jitter,
 		OnPoisoned:       dc.OnPoisoned,
-		Drive:            func(ctx context.Context, lease ports.Lease, nodesDone func()) { e.driver.DriveNotifying(ctx, lease, nodesDone) },
-		ClaimPolicy:      claimPolicyLabel(e.backend.Capabilities()),
-		Telemetry:        e.cfg.Telemetry,
-		Logger:           e.cfg.Logger,
+		Drive: func(ctx context.Context, lease ports.Lease, nodesDone func()) {
+			e.driver.DriveNotifying(ctx, lease, nodesDone)
+		},
+		ClaimPolicy: claimPolicyLabel(e.backend.Capabilities()),
+		Telemetry:   e.cfg.Telemetry,
+		Logger:      e.cfg.Logger,
 	})
 	if err != nil {
 		return err
