@@ -45,7 +45,11 @@ const Unlimited = -1
 
 // Defaults applied to zero configuration fields.
 const (
-	DefaultConcurrency       = 10
+	DefaultConcurrency = 10
+	// DefaultFinishingPerPlace is MaxFinishing's default per unit of
+	// Concurrency: one finishing commit costs a goroutine and a run
+	// document, and large closing batches are cheaper per run.
+	DefaultFinishingPerPlace = 16
 	DefaultPollInterval      = time.Second
 	DefaultOrphanTTL         = 60 * time.Second
 	DefaultMaxClaimAttempts  = 5
@@ -141,11 +145,17 @@ type Config struct {
 // DispatcherConfig configures the claim loop.
 type DispatcherConfig struct {
 	// Concurrency is the maximum number of runs driven at once (default
-	// 10). A run whose nodes are done and whose final commit (its park or
-	// its end) is in flight gives its place to the next claimed run; up
-	// to Concurrency such commits may be in flight besides, so the engine
-	// holds at most 2 × Concurrency claims.
+	// 10): at most this many runs execute node code. A run whose nodes
+	// are done and whose final commit (its park or its end) is in flight
+	// gives its place to the next claimed run, up to MaxFinishing such
+	// runs at once.
 	Concurrency int
+	// MaxFinishing bounds the runs whose final commit is in flight after
+	// they gave their place up (default 16 × Concurrency), so the engine
+	// holds at most Concurrency + MaxFinishing claims. When the database
+	// falls behind, finishing runs keep their places and claiming slows
+	// down with it.
+	MaxFinishing int
 	// PollInterval is the longest wait between polls (default 1s); each
 	// wait is jittered below it. Polling is the correctness path.
 	PollInterval time.Duration
@@ -235,7 +245,9 @@ func (c Config) resolve() (Config, error) {
 	negative("Dispatcher.OrphanTTL", d.OrphanTTL)
 	negativeInt("Dispatcher.MaxClaimAttempts", d.MaxClaimAttempts)
 	negative("Dispatcher.DrainTimeout", d.DrainTimeout)
+	negativeInt("Dispatcher.MaxFinishing", d.MaxFinishing)
 	d.Concurrency = orDefault(d.Concurrency, DefaultConcurrency)
+	d.MaxFinishing = orDefault(d.MaxFinishing, DefaultFinishingPerPlace*d.Concurrency)
 	d.PollInterval = orDefault(d.PollInterval, DefaultPollInterval)
 	d.OrphanTTL = orDefault(d.OrphanTTL, DefaultOrphanTTL)
 	d.MaxClaimAttempts = orDefault(d.MaxClaimAttempts, DefaultMaxClaimAttempts)

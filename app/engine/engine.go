@@ -191,6 +191,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		StoreTimeout:     e.cfg.StoreTimeout,
 		Jitter:           dc.Jitter,
 		OnPoisoned:       dc.OnPoisoned,
+		MaxFinishing:     dc.MaxFinishing,
 		Drive: func(ctx context.Context, lease ports.Lease, nodesDone func()) {
 			e.driver.DriveNotifying(ctx, lease, nodesDone)
 		},

@@ -46,6 +46,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"unknown tenant mode", func(c *engine.Config) { c.TenantMode = "some" }, []string{"TenantMode"}},
 		{"unknown mode", func(c *engine.Config) { c.Mode = "inline" }, []string{"Mode"}},
 		{"negative concurrency", func(c *engine.Config) { c.Dispatcher.Concurrency = -1 }, []string{"Dispatcher.Concurrency"}},
+		{"negative max finishing", func(c *engine.Config) { c.Dispatcher.MaxFinishing = -1 }, []string{"Dispatcher.MaxFinishing"}},
 		{"negative poll interval", func(c *engine.Config) { c.Dispatcher.PollInterval = -time.Second }, []string{"Dispatcher.PollInterval"}},
 		{"negative max claim attempts", func(c *engine.Config) { c.Dispatcher.MaxClaimAttempts = -2 }, []string{"Dispatcher.MaxClaimAttempts"}},
 		{"negative drain timeout", func(c *engine.Config) { c.Dispatcher.DrainTimeout = -1 }, []string{"Dispatcher.DrainTimeout"}},
