@@ -102,7 +102,8 @@ type Dispatcher struct {
 
 	wake     chan struct{} // notifications, coalesced
 	requests chan struct{} // RequestPoll, coalesced
-	exits    chan struct{}
+	exits    chan exit     // a place freed: a drive ended or started finishing
+	finished chan struct{} // a finishing drive ended, coalesced
 	pollDone chan pollResult
 	stop     chan stopRequest
 
@@ -177,7 +178,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:      cfg,
 		wake:     make(chan struct{}, 1),
 		requests: make(chan struct{}, 1),
-		exits:    make(chan struct{}, cfg.Concurrency),
+		exits:    make(chan exit, cfg.Concurrency),
+		finished: make(chan struct{}, 1),
 		pollDone: make(chan pollResult, 1),
 		stop:     make(chan stopRequest),
 		done:     make(chan struct{}),
@@ -253,6 +255,7 @@ func (d *Dispatcher) loop() {
 		polling       bool
 		pending       bool
 		pendingSource string
+		backlog       bool // the last poll got every place it asked for
 		reported      = capacity{inFlight: -1}
 	)
 	timer := time.NewTimer(time.Hour)
@@ -297,12 +300,21 @@ func (d *Dispatcher) loop() {
 			request(SourceCoalesced)
 		case <-timer.C:
 			request(SourceScheduled)
-		case <-d.exits:
+		case e := <-d.exits:
 			inFlight--
+			// A drive that starts finishing has not written its outcome
+			// yet, so it cannot have made work due: its place is refilled
+			// at once only while the last poll found more due runs than
+			// places. Its end polls (below), as any drive's end does.
+			if !e.finishing || backlog {
+				request(SourceVehicleExit)
+			}
+		case <-d.finished:
 			request(SourceVehicleExit)
 		case res := <-d.pollDone:
 			polling = false
 			launched, poisoned := d.handle(res, inFlight, false)
+			backlog = res.err == nil && len(res.batch.Leases) >= res.demand
 			d.poisoned(poisoned)
 			inFlight += launched
 			if len(poisoned) > 0 && inFlight < d.cfg.Concurrency && !pending {
@@ -322,6 +334,10 @@ func (d *Dispatcher) loop() {
 		report()
 	}
 }
+
+// exit is a freed place: finishing when the drive goes on writing its
+// outcome.
+type exit struct{ finishing bool }
 
 // capacity is what the dispatcher.state fact reports.
 type capacity struct {
@@ -459,10 +475,14 @@ func resultOf(err error) string {
 func (d *Dispatcher) run(lease ports.Lease) {
 	finishing := false // only this goroutine reads or writes it
 	defer func() {
-		if finishing {
-			d.finishing.done()
-		} else {
-			d.exits <- struct{}{}
+		if !finishing {
+			d.exits <- exit{}
+			return
+		}
+		d.finishing.done()
+		select {
+		case d.finished <- struct{}{}:
+		default: // a poll request is already queued
 		}
 	}()
 	defer func() {
@@ -474,7 +494,7 @@ func (d *Dispatcher) run(lease ports.Lease) {
 	nodesDone := func() {
 		if !finishing && d.finishing.tryAdd(d.cfg.MaxFinishing) {
 			finishing = true
-			d.exits <- struct{}{}
+			d.exits <- exit{finishing: true}
 		}
 	}
 	d.cfg.Drive(d.vehicleCtx, lease, nodesDone)

@@ -179,6 +179,37 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	require.NoError(t, d.Stop(context.Background()))
 }
 
+func TestAFinishingDriveAfterAShortPollPollsWhenItEnds(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return leases("r", 1), nil // fewer than the two places asked for
+		}
+		return empty(), nil
+	})
+	finishing := make(chan struct{})
+	finish := make(chan struct{})
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Concurrency = 2
+		c.Drive = func(_ context.Context, _ ports.Lease, nodesDone func()) {
+			nodesDone()
+			close(finishing)
+			<-finish
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	<-finishing
+	select {
+	case call := <-store.entered:
+		t.Fatalf("claim %d while the only run was still finishing after a short poll", call)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(finish)
+	store.waitCall(t, 2) // its outcome may have made work due
+	require.NoError(t, d.Stop(context.Background()))
+}
+
 func TestStopWaitsForFinishingDrives(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {

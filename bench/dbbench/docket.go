@@ -95,6 +95,8 @@ type DocketOptions struct {
 	PollInterval time.Duration
 	// Telemetry receives the engine's spans and facts (nil: none).
 	Telemetry ports.Telemetry
+	// Tracer, when set, traces the pool's statements (drainprobe).
+	Tracer pgx.QueryTracer
 }
 
 // OpenDocket migrates db, opens the PostgreSQL store and an engine with
@@ -106,6 +108,9 @@ func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, er
 		return nil, err
 	}
 	cfg.MaxConns = int32(o.Concurrency + 8) // vehicles' commits plus claims, signals and the gate queries
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

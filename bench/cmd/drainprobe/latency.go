@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/docketgo/docket/bench/dbbench"
 	"github.com/docketgo/docket/ports"
@@ -49,6 +52,34 @@ func (l *spanLog) take() []*span {
 	l.spans = nil
 	return out
 }
+
+// TraceQueryStart and TraceQueryEnd record each statement as a span named
+// "sql <first words>#<occurrence in this run>".
+func (l *spanLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	words := strings.Fields(data.SQL)
+	name := "sql " + strings.Join(words[:min(len(words), 4)], " ")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 1
+	for _, s := range l.spans {
+		if strings.HasPrefix(s.name, name+"#") {
+			n++
+		}
+	}
+	s := &span{name: fmt.Sprintf("%s#%d", name, n), start: time.Now()}
+	l.spans = append(l.spans, s)
+	return context.WithValue(ctx, sqlSpanKey{}, s)
+}
+
+func (l *spanLog) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if s, ok := ctx.Value(sqlSpanKey{}).(*span); ok {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s.end = time.Now()
+	}
+}
+
+type sqlSpanKey struct{}
 
 // latency starts n runs one at a time and prints where the time goes:
 // each span's start and end as offsets from StartRun's call (p50 over the

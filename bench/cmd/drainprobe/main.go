@@ -24,6 +24,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the database")
 	stacks := flag.String("goroutines", "", "write a goroutine profile three seconds into the drain")
 	spanStats := flag.Bool("spans", false, "record engine spans during the drain and print their durations")
+	sqlSpans := flag.Bool("sql", false, "with -latency, also break down the statements (adds tracing cost)")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
 	flag.Parse()
 	ctx := context.Background()
@@ -42,6 +43,9 @@ func main() {
 	opts := dbbench.DocketOptions{Shape: *shape, Concurrency: *conc}
 	if *lat > 0 || *spanStats {
 		opts.Telemetry = spans
+	}
+	if *lat > 0 && *sqlSpans {
+		opts.Tracer = spans
 	}
 	d, err := dbbench.OpenDocket(ctx, db, opts)
 	if err != nil {
