@@ -89,6 +89,28 @@ func leases(prefix string, n int) *ports.ClaimBatch {
 
 func empty() *ports.ClaimBatch { return &ports.ClaimBatch{} }
 
+// fullClaims answers the first n claims with as many leases as asked
+// for ("c<call>-<i>") and every later one with nothing.
+func fullClaims(n int) func(int, claim.Request) (*ports.ClaimBatch, error) {
+	return func(call int, r claim.Request) (*ports.ClaimBatch, error) {
+		if call > n {
+			return empty(), nil
+		}
+		return leases(fmt.Sprintf("c%d-", call), r.Limit), nil
+	}
+}
+
+// firstThenEmpty answers the first claim with b and every later one with
+// nothing.
+func firstThenEmpty(b *ports.ClaimBatch) func(int, claim.Request) (*ports.ClaimBatch, error) {
+	return func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call == 1 {
+			return b, nil
+		}
+		return empty(), nil
+	}
+}
+
 func newDispatcher(t *testing.T, store *fakeStore, edit func(*dispatch.Config)) *dispatch.Dispatcher {
 	t.Helper()
 	cfg := dispatch.Config{
@@ -111,12 +133,7 @@ func newDispatcher(t *testing.T, store *fakeStore, edit func(*dispatch.Config)) 
 
 func TestDemandIsTheFreeConcurrency(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, r claim.Request) (*ports.ClaimBatch, error) {
-		if call > 2 {
-			return empty(), nil
-		}
-		return leases(fmt.Sprintf("c%d-", call), r.Limit), nil
-	})
+	store := newFakeStore(fullClaims(2))
 	release := make(chan struct{})
 	started := make(chan string, 10)
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
@@ -141,12 +158,7 @@ func TestDemandIsTheFreeConcurrency(t *testing.T) {
 
 func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, r claim.Request) (*ports.ClaimBatch, error) {
-		if call > 3 {
-			return empty(), nil
-		}
-		return leases(fmt.Sprintf("c%d-", call), r.Limit), nil
-	})
+	store := newFakeStore(fullClaims(3))
 	finish := map[string]chan struct{}{"c1-0": make(chan struct{}), "c2-0": make(chan struct{})}
 	started := make(chan string, 10)
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
@@ -181,12 +193,7 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 
 func TestAFinishingDriveAfterAShortPollPollsWhenItEnds(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return leases("r", 1), nil // fewer than the two places asked for
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(leases("r", 1))) // fewer than the two places asked for
 	finishing := make(chan struct{})
 	finish := make(chan struct{})
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
@@ -212,12 +219,7 @@ func TestAFinishingDriveAfterAShortPollPollsWhenItEnds(t *testing.T) {
 
 func TestStopWaitsForFinishingDrives(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return leases("r", 2), nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(leases("r", 2)))
 	finishing := make(chan struct{}, 2)
 	finish := make(chan struct{})
 	cancelled := make(chan string, 2)
@@ -246,12 +248,7 @@ func TestStopWaitsForFinishingDrives(t *testing.T) {
 
 func TestStopReturnsOnceFinishingDrivesEnd(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return leases("r", 1), nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(leases("r", 1)))
 	finishing := make(chan struct{})
 	finish := make(chan struct{})
 	var ended sync.WaitGroup
@@ -304,12 +301,7 @@ func TestStopReleasesTheLeasesOfAPollInFlight(t *testing.T) {
 
 func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
 	t.Parallel()
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return leases("r", 1), nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(leases("r", 1)))
 	running := make(chan struct{})
 	cancelled := make(chan struct{})
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
@@ -336,12 +328,7 @@ func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
 func TestPoisonIsReportedAndTriggersAnImmediatePoll(t *testing.T) {
 	t.Parallel()
 	poison := ports.PoisonOutcome{RunID: "bad", PoisonReason: claim.ReasonMaxClaimAttempts}
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return &ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}, nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(&ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}))
 	reported := make(chan []ports.PoisonOutcome, 1)
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
 		c.OnPoisoned = func(_ context.Context, p []ports.PoisonOutcome) {

@@ -111,12 +111,7 @@ func TestStopDoesNotWaitForeverForOnPoisoned(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			poison := ports.PoisonOutcome{RunID: "bad", PoisonReason: claim.ReasonMaxClaimAttempts}
-			store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-				if call == 1 {
-					return &ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}, nil
-				}
-				return empty(), nil
-			})
+			store := newFakeStore(firstThenEmpty(&ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}))
 			called, cancelled, block := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			t.Cleanup(func() { close(block) })
 			const drain = 50 * time.Millisecond
@@ -161,12 +156,7 @@ func TestStopDoesNotWaitForeverForOnPoisoned(t *testing.T) {
 func TestStopWaitsForAShortOnPoisonedCallback(t *testing.T) {
 	t.Parallel()
 	poison := ports.PoisonOutcome{RunID: "bad", PoisonReason: claim.ReasonMaxClaimAttempts}
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return &ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}, nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(&ports.ClaimBatch{Poisoned: []ports.PoisonOutcome{poison}}))
 	called, finished := make(chan struct{}), atomic.Bool{}
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
 		c.OnPoisoned = func(context.Context, []ports.PoisonOutcome) {

@@ -99,12 +99,7 @@ func TestPollsAreReportedOncePerPollWithTheirClaims(t *testing.T) {
 		ReadyCandidates:   4,
 		ExpiredCandidates: 1,
 	}
-	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
-		if call == 1 {
-			return batch, nil
-		}
-		return empty(), nil
-	})
+	store := newFakeStore(firstThenEmpty(batch))
 	tel := &recorder{}
 	exited := make(chan struct{}, 2)
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
