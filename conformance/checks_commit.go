@@ -367,3 +367,19 @@ func checkFusedChain(h *harness) {
 	_, err = h.b.Commit(h.ctx, ports.Tenantless(), p)
 	h.expect(errors.Is(err, ports.ErrStaleFence), "replaying a fused chain: want ErrStaleFence, got %s", describeErr(err))
 }
+
+func checkNoResultCommit(h *harness) {
+	r, lease := h.insertClaimed()
+	h.clock.Set(at(5 * time.Second))
+	m := h.barrierMoment(r, "yes")
+	stale := ports.CommitParams{Moment: m, ClaimToken: foreignToken(), NoResult: true}
+	_, err := h.b.Commit(h.ctx, ports.Tenantless(), stale)
+	h.expect(errors.Is(err, ports.ErrStaleFence), "a foreign token with NoResult: want ErrStaleFence, got %s", describeErr(err))
+
+	got, err := h.b.Commit(h.ctx, ports.Tenantless(), ports.CommitParams{Moment: m, ClaimToken: lease.Token, NoResult: true})
+	h.must(err, "Commit with NoResult")
+	h.expect(got == nil, "Commit with NoResult returned a run: %+v", got)
+	h.sameRun(h.fetch(ports.Tenantless(), r.ID), m.Run, "FetchRun after a commit with NoResult")
+	h.eventsStored(m, "commit with NoResult")
+	h.expect(h.inspect(r.ID).Claimed(), "the continue moment retained the claim")
+}

@@ -105,6 +105,9 @@ var registry = []Invariant{
 	{ID: "COMMIT-005", Area: AreaCommit, Behaviour: "fused_chain_commits_atomically", Spec: nil,
 		Summary: "a continue moment and the moments that follow it commit as one transition under the first's fence; a broken chain writes nothing, a replay is stale",
 		Source:  "ports.CommitParams.Then", check: checkFusedChain},
+	{ID: "COMMIT-006", Area: AreaCommit, Behaviour: "no_result_commit_stores_the_proposal", Spec: nil,
+		Summary: "a commit with NoResult returns no run on success and stores exactly the proposed run and its events; its failures are reported as without it",
+		Source:  "ports.CommitParams.NoResult", check: checkNoResultCommit},
 
 	// FENCE: the commit fence.
 	{ID: "FENCE-001", Area: AreaFence, Behaviour: "replayed_commit_is_stale", Spec: []int{8},

@@ -151,6 +151,10 @@ type CommitParams struct {
 	// completion after a run's last step) so that they cost no commit of
 	// their own.
 	Then []*run.Moment
+	// NoResult says the caller keeps the proposed run itself (the last
+	// moment's run is what a success stores): a successful Commit then
+	// returns a nil run, and the store need not copy the document for it.
+	NoResult bool
 }
 
 // RunInfo is the committed run plus its operational state. It never

@@ -29,6 +29,9 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	var announce bool
 	defer s.unlockThenAnnounce(row, &announce)
 	stored, announce, err := s.write(row, p.Moment, m, sched, events, &p.ClaimToken)
+	if err == nil && p.NoResult {
+		stored = nil
+	}
 	return stored, err
 }
 

@@ -31,6 +31,9 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	if err := lane.submit("commit", c); err != nil {
 		return nil, err
 	}
+	if p.NoResult {
+		return nil, nil
+	}
 	return c.args.moment.Run.Clone(), nil
 }
 

@@ -364,7 +364,9 @@ func momentResult(stored *run.Run, out Outcome) string {
 func (d *drive) commit(ctx context.Context, chain []*run.Moment) (*run.Run, Outcome, bool) {
 	cctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactRunStoreCommit)
 	sctx, cancel := d.storeCall(cctx)
-	stored, err := d.cfg.Runs.Commit(sctx, d.lease.Owner, ports.CommitParams{Moment: chain[0], Then: chain[1:], ClaimToken: d.lease.Token})
+	// The drive goes on from its own proposal, which is what a success
+	// stores: the store need not copy it back.
+	_, err := d.cfg.Runs.Commit(sctx, d.lease.Owner, ports.CommitParams{Moment: chain[0], Then: chain[1:], ClaimToken: d.lease.Token, NoResult: true})
 	cancel()
 	span.End(resultOf(err), nil)
 	// A timed-out commit is ambiguous: it is discarded and the claim
@@ -390,7 +392,7 @@ func (d *drive) commit(ctx context.Context, chain []*run.Moment) (*run.Run, Outc
 		d.committed++
 		d.cfg.AfterCommit(ctx, d.lease.Owner, m)
 	}
-	return stored, Outcome{}, true
+	return chain[len(chain)-1].Run, Outcome{}, true
 }
 
 // budgetFired reports which limit makes the next continue a yield, when
