@@ -121,7 +121,26 @@ const missed = -1
 // commitClaimed runs sqlCommitClaimed over a batch and returns how many
 // events each commit wrote (missed for a lost fence).
 func (s *Store) commitClaimed(ctx context.Context, sql string, batch []*pending[commitRow]) ([]int64, error) {
-	return writtenPerOrd(s.pool.Query(ctx, sql, s.claimedArgs(batch)...))(len(batch))
+	args := s.claimedArgs(batch)
+	written := make([]int64, len(batch))
+	for i := range written {
+		written[i] = missed
+	}
+	err := s.queryWire(ctx, sql, args, func(values [][]byte) error {
+		if len(values) != 3 {
+			return errors.New("docket postgres: commit: unexpected result shape")
+		}
+		ord, err := wireInt(values[0])
+		if err != nil || ord < 0 || ord >= int64(len(written)) {
+			return errors.New("docket postgres: commit: unexpected result row")
+		}
+		written[ord], err = wireInt(values[1])
+		return err
+	})
+	if errors.Is(err, errWireUnsupported) {
+		return writtenPerOrd(s.pool.Query(ctx, sql, args...))(len(batch))
+	}
+	return written, err
 }
 
 // writtenPerOrd reads the (ord, written, side_effects) rows of a batched

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
@@ -73,6 +75,139 @@ func TestClaimedArgsEncodeForTheStatementTypes(t *testing.T) {
 	require.Len(t, decoded, len(batch))
 	for i, c := range batch {
 		require.Equal(t, c.args.token.uuid, decoded[i])
+	}
+}
+
+// pgxBinary is what pgx's own extended-protocol encoding makes of args for
+// parameters of the given types (nil for NULL).
+func pgxBinary(t *testing.T, args []any, oids []uint32) [][]byte {
+	t.Helper()
+	var eqb pgx.ExtendedQueryBuilder
+	require.NoError(t, eqb.Build(pgtype.NewMap(), &pgconn.StatementDescription{ParamOIDs: oids}, args))
+	for i, f := range eqb.ParamFormats {
+		// pgx sends text as text, whose binary form is the same bytes.
+		if oids[i] != pgtype.TextOID {
+			require.Equal(t, int16(pgtype.BinaryFormatCode), f, "parameter $%d", i+1)
+		}
+	}
+	return eqb.ParamValues
+}
+
+// The batch's parameters on the wire are byte for byte what pgx would
+// send, NULLs included.
+func TestWireArgsAreWhatPgxWouldSend(t *testing.T) {
+	s := &Store{schema: "docket"}
+	for _, n := range []int{1, 3} {
+		batch := chainBatch(t, n)
+		batch[0].args.at = new(time.Time) // a NULL and a value in one array
+		args := s.claimedArgs(batch)
+		w, ok := encodeWire(args, claimedParamOIDs)
+		require.True(t, ok)
+		require.Equal(t, pgxBinary(t, args, claimedParamOIDs), w.values)
+		w.release()
+	}
+}
+
+func TestWireArgsMatchPgxOnGeneratedValues(t *testing.T) {
+	text := rapid.StringMatching(`(?s).{0,12}`)
+	optText := rapid.Custom(func(t *rapid.T) *string {
+		if rapid.Bool().Draw(t, "null") {
+			return nil
+		}
+		v := text.Draw(t, "text")
+		return &v
+	})
+	moment := rapid.Custom(func(t *rapid.T) time.Time {
+		return time.UnixMicro(rapid.Int64Range(-1e17, 1e17).Draw(t, "micros")).UTC()
+	})
+	optMoment := rapid.Custom(func(t *rapid.T) *time.Time {
+		if rapid.Bool().Draw(t, "null") {
+			return nil
+		}
+		v := moment.Draw(t, "time")
+		return &v
+	})
+	optBytes := rapid.Custom(func(t *rapid.T) []byte {
+		if rapid.Bool().Draw(t, "null") {
+			return nil
+		}
+		return append([]byte{}, rapid.SliceOfN(rapid.Byte(), 0, 20).Draw(t, "bytes")...)
+	})
+	token := rapid.Custom(func(t *rapid.T) tokenParam {
+		var u pgtype.UUID
+		copy(u.Bytes[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "uuid"))
+		u.Valid = rapid.Bool().Draw(t, "valid")
+		return tokenParam{uuid: u}
+	})
+	rapid.Check(t, func(rt *rapid.T) {
+		args := []any{
+			text.Draw(rt, "scalar text"),
+			optMoment.Draw(rt, "scalar time"),
+			orNil(rt, rapid.SliceOfN(rapid.Int32(), 0, 5).Draw(rt, "int4s")),
+			rapid.SliceOfN(rapid.Int64(), 0, 5).Draw(rt, "int8s"),
+			rapid.SliceOfN(rapid.Bool(), 0, 5).Draw(rt, "bools"),
+			orNil(rt, rapid.SliceOfN(text, 0, 5).Draw(rt, "texts")),
+			pgtype.FlatArray[*string](rapid.SliceOfN(optText, 0, 5).Draw(rt, "optional texts")),
+			pgtype.FlatArray[[]byte](rapid.SliceOfN(optBytes, 0, 5).Draw(rt, "byteas")),
+			rapid.SliceOfN(moment, 0, 5).Draw(rt, "times"),
+			pgtype.FlatArray[*time.Time](rapid.SliceOfN(optMoment, 0, 5).Draw(rt, "optional times")),
+			tokenArray(rapid.SliceOfN(token, 0, 5).Draw(rt, "tokens")),
+		}
+		oids := []uint32{pgtype.TextOID, pgtype.TimestamptzOID, pgtype.Int4ArrayOID, pgtype.Int8ArrayOID,
+			pgtype.BoolArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.ByteaArrayOID,
+			pgtype.TimestamptzArrayOID, pgtype.TimestamptzArrayOID, pgtype.UUIDArrayOID}
+		w, ok := encodeWire(args, oids)
+		if !ok {
+			rt.Fatal("encodeWire refused supported arguments")
+		}
+		defer w.release()
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(pgtype.NewMap(), &pgconn.StatementDescription{ParamOIDs: oids}, args); err != nil {
+			rt.Fatal(err)
+		}
+		for i := range args {
+			if !bytes.Equal(eqb.ParamValues[i], w.values[i]) || (eqb.ParamValues[i] == nil) != (w.values[i] == nil) {
+				rt.Fatalf("parameter %d (%T): pgx % x, wire % x", i+1, args[i], eqb.ParamValues[i], w.values[i])
+			}
+		}
+	})
+}
+
+// orNil is v or, at random, the nil slice (NULL).
+func orNil[T any](t *rapid.T, v []T) []T {
+	if rapid.Bool().Draw(t, "nil slice") {
+		return nil
+	}
+	return v
+}
+
+func TestWireArgsRefuseWhatTheyDoNotKnow(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []any
+		oids []uint32
+	}{
+		"another Go type":        {[]any{[]float64{1}}, []uint32{pgtype.Float8ArrayOID}},
+		"another parameter type": {[]any{[]int32{1}}, []uint32{pgtype.Int8ArrayOID}},
+		"text for a uuid":        {[]any{"x"}, []uint32{pgtype.UUIDOID}},
+		"a count mismatch":       {[]any{"x"}, nil},
+	} {
+		_, ok := encodeWire(c.args, c.oids)
+		require.False(t, ok, name)
+	}
+}
+
+// BenchmarkEncodeWireBatch is BenchmarkEncodeClaimedBatch through
+// encodeWire.
+func BenchmarkEncodeWireBatch(b *testing.B) {
+	s := &Store{schema: "docket"}
+	batch := chainBatch(b, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		w, ok := encodeWire(s.claimedArgs(batch), claimedParamOIDs)
+		if !ok {
+			b.Fatal("refused")
+		}
+		w.release()
 	}
 }
 

@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The batched commit is the engine's hottest statement, and pgx spends a
+// tenth of the engine's CPU on its parameters: every array element goes
+// through an encode plan behind an interface, and the per-connection
+// parameter buffer shrinks back to 256 bytes after each query, so every
+// batch regrows it by doubling (a quarter of the bytes the engine
+// allocates in a chain drain). wireArgs encodes the same arguments in
+// PostgreSQL's binary format into one pooled buffer, and queryWire sends
+// them through pgconn to a statement prepared under a name of its own.
+// Anything it does not know (another argument type, a parameter type the
+// server did not infer as expected, a pool that does not cache
+// statements, for example one set up for a transaction pooler) goes the
+// ordinary pgx way.
+
+// y2kMicros is 2000-01-01 UTC, PostgreSQL's timestamp epoch, in Unix
+// microseconds.
+const y2kMicros = 946684800 * 1_000_000
+
+// wireArgs is one statement's parameters in binary format: value i is
+// buf[start[i]:end[i]], or NULL when start[i] < 0.
+type wireArgs struct {
+	buf        []byte
+	start, end []int
+	values     [][]byte
+	formats    []int16
+}
+
+var wireArgsPool = sync.Pool{New: func() any { return new(wireArgs) }}
+
+// encodeWire encodes args for parameters of the given types; false when an
+// argument's Go type does not match its parameter type as wireArgs knows
+// them (the caller then binds args through pgx).
+func encodeWire(args []any, oids []uint32) (*wireArgs, bool) {
+	if len(args) != len(oids) {
+		return nil, false
+	}
+	w := wireArgsPool.Get().(*wireArgs)
+	w.buf, w.start, w.end = w.buf[:0], w.start[:0], w.end[:0]
+	for i, a := range args {
+		if !w.add(a, oids[i]) {
+			w.release()
+			return nil, false
+		}
+	}
+	w.values, w.formats = w.values[:0], w.formats[:0]
+	for i := range w.start {
+		var v []byte
+		if w.start[i] >= 0 {
+			v = w.buf[w.start[i]:w.end[i]:w.end[i]]
+		}
+		w.values = append(w.values, v)
+		w.formats = append(w.formats, pgx.BinaryFormatCode)
+	}
+	return w, true
+}
+
+// release returns w to the pool; its values must no longer be in use.
+func (w *wireArgs) release() {
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // one huge batch should not pin its buffer forever
+	}
+	clear(w.values)
+	wireArgsPool.Put(w)
+}
+
+// add appends one parameter value. A nil slice is NULL, as pgx binds it.
+func (w *wireArgs) add(a any, oid uint32) bool {
+	begin := len(w.buf)
+	switch v := a.(type) {
+	case string:
+		if oid != pgtype.TextOID {
+			return false
+		}
+		w.buf = append(w.buf, v...)
+	case *time.Time:
+		if oid != pgtype.TimestamptzOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = appendTimestamptz(w.buf, *v)
+	case []int32:
+		if oid != pgtype.Int4ArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), false, pgtype.Int4OID)
+		for _, x := range v {
+			w.buf = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(w.buf, 4), uint32(x))
+		}
+	case []int64:
+		if oid != pgtype.Int8ArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), false, pgtype.Int8OID)
+		for _, x := range v {
+			w.buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(w.buf, 8), uint64(x))
+		}
+	case []bool:
+		if oid != pgtype.BoolArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), false, pgtype.BoolOID)
+		for _, x := range v {
+			b := byte(0)
+			if x {
+				b = 1
+			}
+			w.buf = append(binary.BigEndian.AppendUint32(w.buf, 1), b)
+		}
+	case []string:
+		if oid != pgtype.TextArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), false, pgtype.TextOID)
+		for _, x := range v {
+			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(x))), x...)
+		}
+	case pgtype.FlatArray[*string]:
+		if oid != pgtype.TextArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), hasNil(v), pgtype.TextOID)
+		for _, x := range v {
+			if x == nil {
+				w.buf = appendNullElement(w.buf)
+				continue
+			}
+			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(*x))), *x...)
+		}
+	case pgtype.FlatArray[[]byte]:
+		if oid != pgtype.ByteaArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), slices.ContainsFunc(v, func(b []byte) bool { return b == nil }), pgtype.ByteaOID)
+		for _, x := range v {
+			if x == nil {
+				w.buf = appendNullElement(w.buf)
+				continue
+			}
+			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(x))), x...)
+		}
+	case []time.Time:
+		if oid != pgtype.TimestamptzArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), false, pgtype.TimestamptzOID)
+		for _, x := range v {
+			w.buf = appendTimestamptz(binary.BigEndian.AppendUint32(w.buf, 8), x)
+		}
+	case pgtype.FlatArray[*time.Time]:
+		if oid != pgtype.TimestamptzArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		w.buf = arrayHeader(w.buf, len(v), hasNil(v), pgtype.TimestamptzOID)
+		for _, x := range v {
+			if x == nil {
+				w.buf = appendNullElement(w.buf)
+				continue
+			}
+			w.buf = appendTimestamptz(binary.BigEndian.AppendUint32(w.buf, 8), *x)
+		}
+	case tokenArray:
+		if oid != pgtype.UUIDArrayOID {
+			return false
+		}
+		if v == nil {
+			w.null()
+			return true
+		}
+		nulls := false
+		for _, t := range v {
+			nulls = nulls || !t.uuid.Valid
+		}
+		w.buf = arrayHeader(w.buf, len(v), nulls, pgtype.UUIDOID)
+		for _, t := range v {
+			if !t.uuid.Valid {
+				w.buf = appendNullElement(w.buf)
+				continue
+			}
+			w.buf = append(binary.BigEndian.AppendUint32(w.buf, 16), t.uuid.Bytes[:]...)
+		}
+	default:
+		return false
+	}
+	w.start, w.end = append(w.start, begin), append(w.end, len(w.buf))
+	return true
+}
+
+func (w *wireArgs) null() {
+	w.start, w.end = append(w.start, -1), append(w.end, -1)
+}
+
+// arrayHeader starts a one-dimensional array of n elements, as pgx does
+// (an empty array too has one dimension, of length 0).
+func arrayHeader(buf []byte, n int, nulls bool, elem uint32) []byte {
+	flag := uint32(0)
+	if nulls {
+		flag = 1
+	}
+	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
+	buf = binary.BigEndian.AppendUint32(buf, flag)
+	buf = binary.BigEndian.AppendUint32(buf, elem)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
+}
+
+func appendNullElement(buf []byte) []byte {
+	return binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // length -1
+}
+
+func appendTimestamptz(buf []byte, t time.Time) []byte {
+	micros := t.Unix()*1_000_000 + int64(t.Nanosecond())/1000
+	return binary.BigEndian.AppendUint64(buf, uint64(micros-y2kMicros))
+}
+
+func hasNil[T any](v []*T) bool {
+	for _, x := range v {
+		if x == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// errWireUnsupported says queryWire could not send the statement itself.
+var errWireUnsupported = errors.New("docket postgres: statement not sent through pgconn")
+
+// wireName is the prepared statement name of sql: its own per text, so
+// two stores on one pool (two schemas) never collide.
+func wireName(sql string) string {
+	sum := sha256.Sum256([]byte(sql))
+	return "docket_wire_" + hex.EncodeToString(sum[:12])
+}
+
+// queryWire runs sql with args on one pooled connection, binary
+// parameters and results, and hands each result row's values to row.
+// errWireUnsupported means nothing was sent: the caller runs the query
+// through pgx instead.
+func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(values [][]byte) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	c := conn.Conn()
+	if c.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		return errWireUnsupported
+	}
+	sd, err := c.Prepare(ctx, wireName(sql), sql) // a map lookup after the first call
+	if err != nil {
+		return err
+	}
+	w, ok := encodeWire(args, sd.ParamOIDs)
+	if !ok {
+		return errWireUnsupported
+	}
+	defer w.release()
+	tracer := c.Config().Tracer
+	if tracer != nil {
+		ctx = tracer.TraceQueryStart(ctx, c, pgx.TraceQueryStartData{SQL: sql, Args: args})
+	}
+	rr := c.PgConn().ExecPrepared(ctx, sd.Name, w.values, w.formats, []int16{pgx.BinaryFormatCode})
+	var rowErr error
+	for rr.NextRow() {
+		if rowErr == nil {
+			rowErr = row(rr.Values())
+		}
+	}
+	tag, err := rr.Close()
+	if err == nil {
+		err = rowErr
+	}
+	if tracer != nil {
+		tracer.TraceQueryEnd(ctx, c, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
+	}
+	return err
+}
+
+// wireInt decodes a binary int2, int4 or int8 result value.
+func wireInt(v []byte) (int64, error) {
+	switch len(v) {
+	case 2:
+		return int64(int16(binary.BigEndian.Uint16(v))), nil
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(v))), nil
+	case 8:
+		return int64(binary.BigEndian.Uint64(v)), nil
+	}
+	return 0, errors.New("docket postgres: unexpected integer result")
+}

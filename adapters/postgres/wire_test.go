@@ -1,0 +1,81 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/ports"
+)
+
+// commitTraces counts the claimed commits a pool tracer saw start and end.
+type commitTraces struct {
+	mu           sync.Mutex
+	starts, ends int
+}
+
+func (c *commitTraces) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "moved AS") && strings.Contains(d.SQL, "proposed AS") {
+		c.mu.Lock()
+		c.starts++
+		c.mu.Unlock()
+		return context.WithValue(ctx, commitTraces{}, true)
+	}
+	return ctx
+}
+
+func (c *commitTraces) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if ctx.Value(commitTraces{}) != nil && d.Err == nil {
+		c.mu.Lock()
+		c.ends++
+		c.mu.Unlock()
+	}
+}
+
+// The claimed commit binds its parameters itself on a pool that caches
+// statements (a statement prepared under its own name), stays visible to
+// the pool's tracer, and goes the ordinary way on a simple-protocol pool.
+func TestClaimedCommitsBindTheirOwnParameters(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		simple bool
+		wire   int
+	}{
+		{"statement cache", false, 1},
+		{"simple protocol", true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			traces := &commitTraces{}
+			env := newEnv(t, envOptions{simple: tt.simple, maxConns: 1, tracer: traces})
+			ctx := context.Background()
+			r := env.insertRun(t, ports.Tenantless(), t0, t0)
+			batch, err := env.store.ClaimDue(ctx, claim.Request{Now: t0, Limit: 1, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+			require.NoError(t, err)
+			require.Len(t, batch.Leases, 1)
+			m := nextMoment(r, "retain", continueDisposition, t0)
+			traces.mu.Lock()
+			traces.starts, traces.ends = 0, 0 // the insertion has the same shape
+			traces.mu.Unlock()
+			_, err = env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: m, ClaimToken: batch.Leases[0].Token, NoResult: true})
+			require.NoError(t, err)
+			stored, err := env.store.FetchRun(ctx, ports.Tenantless(), r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, m.Run.CheckpointSeq, stored.CheckpointSeq)
+
+			var prepared int
+			require.NoError(t, env.pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'docket_wire_%'`).Scan(&prepared))
+			assert.Equal(t, tt.wire, prepared, "statements prepared by the store itself on its only connection")
+			assert.Equal(t, 1, traces.starts, "the pool tracer saw the commit start")
+			assert.Equal(t, 1, traces.ends, "and end")
+		})
+	}
+}
