@@ -226,7 +226,9 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	}
 	for _, c := range p.DB.Clients {
 		drain, probe := fmt.Sprintf("db/drain/c%d", c), fmt.Sprintf("db/limit-probe/c%d", c)
-		if p.Runs(drain) && p.Runs(probe) {
+		// Only client counts both scenarios run at are compared (the probe's
+		// single client has no drain beside it).
+		if slices.Contains(p.DB.Concurrency, c) && p.Runs(drain) && p.Runs(probe) {
 			rep.CompareMoments(drain, SystemDocket, probe, SystemLimit, 2, 0.8)
 		}
 	}
