@@ -138,7 +138,7 @@ var (
 // and span events as numeric attributes. "duration" is absent: a span has
 // its own timing.
 var spanMeasurementKeys = setOf(
-	"count", "duration_ms", "concurrency", "demand", "in_flight", "poll_active", "poll_pending",
+	"count", "duration_ms", "concurrency", "demand", "in_flight", "finishing", "poll_active", "poll_pending",
 	"leases", "poisoned", "vehicles_remaining", "claim_attempts", "ready_candidates",
 	"expired_candidates", "ready_selected", "expired_selected", "steals", "ready_oldest_age_ms",
 	"expired_oldest_age_ms", "contentions", "matched", "bytes", "selected_rows", "attempted_rows",
@@ -232,6 +232,7 @@ var catalog = []factDef{
 			gauge("docket.dispatcher.concurrency", "concurrency", "Vehicles this dispatcher may run at once."),
 			gauge("docket.dispatcher.demand", "demand", "Free vehicle slots (concurrency minus in flight)."),
 			gauge("docket.dispatcher.in_flight", "in_flight", "Vehicles driving a claimed run now."),
+			gauge("docket.dispatcher.finishing", "finishing", "Vehicles that gave their place up and are still writing their final commit."),
 		},
 	},
 	{

@@ -40,7 +40,7 @@ func TestDispatcherReportsBecomeClaimAndPollMetrics(t *testing.T) {
 		"ready_candidates": 5, "expired_candidates": 1,
 	})
 	h.tel.Emit(bg, ports.FactDispatcherState, ports.Measurements{
-		"concurrency": 8, "demand": 2, "in_flight": 6, "poll_active": 0, "poll_pending": 1,
+		"concurrency": 8, "demand": 2, "in_flight": 6, "finishing": 3, "poll_active": 0, "poll_pending": 1,
 	})
 	h.tel.Emit(bg, ports.FactDispatcherShutdown,
 		ports.Measurements{"duration_ms": 250, "vehicles_remaining": 0}, label(ports.LabelResult, "drained"))
@@ -72,6 +72,7 @@ func TestDispatcherReportsBecomeClaimAndPollMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, pointWith(t, rm, "docket.poisoned", map[string]string{"docket.reason": "max_claim_attempts"}).Value)
 	assert.Equal(t, uint64(2), pointWith(t, rm, "docket.dispatcher.launch.duration", map[string]string{"docket.result": "ok"}).Count)
 	assert.Equal(t, 6.0, pointWith(t, rm, "docket.dispatcher.in_flight", map[string]string{}).Value)
+	assert.Equal(t, 3.0, pointWith(t, rm, "docket.dispatcher.finishing", map[string]string{}).Value)
 	assert.Equal(t, 2.0, pointWith(t, rm, "docket.dispatcher.demand", map[string]string{}).Value)
 	assert.Equal(t, 8.0, pointWith(t, rm, "docket.dispatcher.concurrency", map[string]string{}).Value)
 	assert.InDelta(t, 0.25, pointWith(t, rm, "docket.dispatcher.shutdown.duration", map[string]string{"docket.result": "drained"}).Value, 1e-12)

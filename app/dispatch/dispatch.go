@@ -263,7 +263,7 @@ func (d *Dispatcher) loop() {
 
 	// report emits dispatcher.state whenever the capacity changed.
 	report := func() {
-		if now := (capacity{inFlight, polling, pending}); now != reported {
+		if now := (capacity{inFlight, d.finishing.count(), polling, pending}); now != reported {
 			reported = now
 			d.reportState(now)
 		}
@@ -341,8 +341,8 @@ type exit struct{ finishing bool }
 
 // capacity is what the dispatcher.state fact reports.
 type capacity struct {
-	inFlight         int
-	polling, pending bool
+	inFlight, finishing int
+	polling, pending    bool
 }
 
 func (d *Dispatcher) reportState(c capacity) {
@@ -350,6 +350,7 @@ func (d *Dispatcher) reportState(c capacity) {
 		"concurrency":  float64(d.cfg.Concurrency),
 		"demand":       float64(max(d.cfg.Concurrency-c.inFlight, 0)),
 		"in_flight":    float64(c.inFlight),
+		"finishing":    float64(c.finishing),
 		"poll_active":  flag(c.polling),
 		"poll_pending": flag(c.pending),
 	})

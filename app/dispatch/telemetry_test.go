@@ -197,3 +197,33 @@ func TestWakesAreNotCountedByTheDispatcher(t *testing.T) {
 	require.Len(t, shutdown, 1)
 	assert.Equal(t, "drained", shutdown[0].labels["result"])
 }
+
+func TestTheStateCountsFinishingDrives(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(firstThenEmpty(leases("r", 1)))
+	tel := &recorder{}
+	finishing := make(chan struct{})
+	finish := make(chan struct{})
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Telemetry = tel
+		c.Drive = func(_ context.Context, _ ports.Lease, nodesDone func()) {
+			nodesDone()
+			close(finishing)
+			<-finish
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	<-finishing
+	store.waitCall(t, 1)
+	close(finish)
+	store.waitCall(t, 2) // the drive's end polls, after the state that counts it
+	require.NoError(t, d.Stop(context.Background()))
+
+	var finishingSeen []float64
+	for _, s := range tel.factsNamed(ports.FactDispatcherState) {
+		if n := s.m["finishing"]; len(finishingSeen) == 0 || finishingSeen[len(finishingSeen)-1] != n {
+			finishingSeen = append(finishingSeen, n)
+		}
+	}
+	assert.Equal(t, []float64{0, 1, 0}, finishingSeen, "none, the drive while it finishes, none again")
+}

@@ -38,6 +38,7 @@ func TestUsageMistakesExitTwoWithOneLine(t *testing.T) {
 		{"migrate", "down"},
 		{"migrate", "up", "--target", "9"},
 		{"prune", "--run-retention", "30d"},
+		{"worker", "--max-finishing", "-1"},
 		{"demo", "--runs", "0"},
 		{"events", "tail", "run_1", "--after", "yesterday"},
 		{"--log-level", "loud", "runs", "list"},

@@ -15,7 +15,7 @@ import (
 )
 
 func (a *app) workerCommand() *cobra.Command {
-	var concurrency int
+	var concurrency, maxFinishing int
 	var pollInterval, drainTimeout, runFor, pruneInterval time.Duration
 	var pollOnly bool
 	var events, runs retention
@@ -34,6 +34,7 @@ func (a *app) workerCommand() *cobra.Command {
 				PollOnly: pollOnly,
 				Dispatcher: engine.DispatcherConfig{
 					Concurrency:  concurrency,
+					MaxFinishing: maxFinishing,
 					PollInterval: pollInterval,
 					DrainTimeout: drainTimeout,
 				},
@@ -44,14 +45,15 @@ func (a *app) workerCommand() *cobra.Command {
 			if runs.set {
 				cfg.Pruner = &prune.Config{Interval: pruneInterval, EventRetention: events.d, RunRetention: runs.d, BatchSize: batch}
 			}
-			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 {
-				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout and --for not negative")
+			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 || maxFinishing < 0 {
+				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout, --max-finishing and --for not negative")
 			}
 			a.admits = true
 			return a.worker(cmd.Context(), cfg, runFor)
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", engine.DefaultConcurrency, "runs driven at once")
+	cmd.Flags().IntVar(&maxFinishing, "max-finishing", 0, "runs whose final commit may be in flight after giving their place up (0: 16 × --concurrency)")
 	cmd.Flags().DurationVar(&pollInterval, "poll-interval", engine.DefaultPollInterval, "longest wait between polls")
 	cmd.Flags().DurationVar(&drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "how long stopping waits for running work")
 	cmd.Flags().BoolVar(&pollOnly, "poll-only", false, "do not LISTEN for wake-ups (e.g. behind PgBouncer transaction pooling)")
