@@ -164,10 +164,15 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	d := newDispatcher(t, store, func(c *dispatch.Config) {
 		c.Concurrency, c.MaxFinishing = 1, 1
 		c.Drive = func(_ context.Context, l ports.Lease, nodesDone func()) {
-			started <- l.RunID
-			if ch, ok := finish[l.RunID]; ok {
+			ch, finishes := finish[l.RunID]
+			if finishes {
+				// Before the start is reported: c2-0 must ask while c1-0
+				// still finishes.
 				nodesDone() // only the final commit remains
 				nodesDone() // a second call changes nothing
+			}
+			started <- l.RunID
+			if finishes {
 				<-ch
 			}
 		}
