@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -114,6 +115,9 @@ type Dispatcher struct {
 	pollCtx, vehicleCtx, callbackCtx           context.Context
 	cancelPoll, cancelVehicle, cancelCallbacks context.CancelFunc
 	cancelListen                               context.CancelFunc
+
+	// subscribed is true while the listener forwards a live subscription.
+	subscribed atomic.Bool
 
 	mu        sync.Mutex
 	started   bool
@@ -219,6 +223,11 @@ func (d *Dispatcher) RequestPoll() {
 	default:
 	}
 }
+
+// Listening reports whether the dispatcher holds a live subscription to
+// the store's wake announcements: a write the store announces then wakes
+// it without RequestPoll.
+func (d *Dispatcher) Listening() bool { return d.subscribed.Load() }
 
 // Stop drains: no new claims; a poll in flight is waited for and its
 // leases are released, not launched; then in-flight vehicles and
@@ -719,12 +728,14 @@ func (d *Dispatcher) listen(ctx context.Context, ch <-chan ports.Wake, err error
 			}
 		} else {
 			// The listener reports notifications itself; this only forwards.
+			d.subscribed.Store(true)
 			for range ch {
 				select {
 				case d.wake <- struct{}{}:
 				default:
 				}
 			}
+			d.subscribed.Store(false)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -462,4 +463,33 @@ func TestNewRejectsIncompleteConfigs(t *testing.T) {
 	}
 	_, err := dispatch.New(base())
 	assert.NoError(t, err)
+}
+
+// failingNotifier refuses every subscription.
+type failingNotifier struct{}
+
+func (failingNotifier) Listen(context.Context) (<-chan ports.Wake, error) {
+	return nil, errors.New("connection refused")
+}
+
+func TestListeningIsTrueOnlyWhileASubscriptionIsLive(t *testing.T) {
+	t.Parallel()
+	n := &fakeNotifier{ch: make(chan ports.Wake), stopped: make(chan struct{})}
+	d := newDispatcher(t, newFakeStore(fullClaims(0)), func(c *dispatch.Config) { c.Notifier = n })
+	assert.False(t, d.Listening(), "not started")
+	require.NoError(t, d.Start(context.Background()))
+	require.Eventually(t, d.Listening, wait, time.Millisecond, "the subscription is live")
+	require.NoError(t, d.Stop(context.Background()))
+	<-n.stopped
+	assert.False(t, d.Listening(), "stopped")
+
+	refused := newDispatcher(t, newFakeStore(fullClaims(0)), func(c *dispatch.Config) { c.Notifier = failingNotifier{} })
+	require.NoError(t, refused.Start(context.Background()))
+	assert.Never(t, refused.Listening, 50*time.Millisecond, time.Millisecond, "a refused subscription is not listening")
+	require.NoError(t, refused.Stop(context.Background()))
+
+	pollOnly := newDispatcher(t, newFakeStore(fullClaims(0)), nil)
+	require.NoError(t, pollOnly.Start(context.Background()))
+	assert.False(t, pollOnly.Listening())
+	require.NoError(t, pollOnly.Stop(context.Background()))
 }

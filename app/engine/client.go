@@ -185,8 +185,8 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	c.e.afterCommit(tctx, owner, m)
 	span.End(ports.ResultOK, nil)
 	if !firstWake(m).After(now) {
-		// Due at once: this instance's dispatcher polls now rather than
-		// after the store's announcement has made its round trip.
+		// Due at once: a dispatcher without a live subscription polls now
+		// rather than at its next poll.
 		c.e.nudge()
 	}
 	return stored, nil

@@ -312,12 +312,17 @@ func (e *Engine) afterCommit(ctx context.Context, owner ports.OwnerScope, m *run
 	e.commits.notify()
 }
 
-// nudge makes a running dispatcher poll at once.
+// nudge makes a running dispatcher poll at once after a write of this
+// engine made a run due, unless the dispatcher listens: the store's
+// announcement of the same write then wakes it as soon (measured: it
+// arrives before the writer has read its own reply), and a nudge as well
+// would cost a second claim that finds nothing, beside the new run's
+// first commit.
 func (e *Engine) nudge() {
 	e.mu.Lock()
 	d := e.dispatcher
 	e.mu.Unlock()
-	if d != nil {
+	if d != nil && !d.Listening() {
 		d.RequestPoll()
 	}
 }
