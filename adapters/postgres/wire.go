@@ -80,164 +80,111 @@ func (w *wireArgs) release() {
 
 // add appends one parameter value. A nil slice is NULL, as pgx binds it.
 func (w *wireArgs) add(a any, oid uint32) bool {
-	begin := len(w.buf)
 	switch v := a.(type) {
 	case string:
 		if oid != pgtype.TextOID {
 			return false
 		}
-		w.buf = append(w.buf, v...)
+		w.value(append(w.buf, v...))
 	case *time.Time:
-		if oid != pgtype.TimestamptzOID {
+		switch {
+		case oid != pgtype.TimestamptzOID:
 			return false
-		}
-		if v == nil {
+		case v == nil:
 			w.null()
-			return true
+		default:
+			w.value(appendTimestamptz(w.buf, *v))
 		}
-		w.buf = appendTimestamptz(w.buf, *v)
 	case []int32:
-		if oid != pgtype.Int4ArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), false, pgtype.Int4OID)
-		for _, x := range v {
-			w.buf = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(w.buf, 4), uint32(x))
-		}
+		return addArray(w, oid, pgtype.Int4ArrayOID, pgtype.Int4OID, v, nil, appendInt4)
 	case []int64:
-		if oid != pgtype.Int8ArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), false, pgtype.Int8OID)
-		for _, x := range v {
-			w.buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(w.buf, 8), uint64(x))
-		}
+		return addArray(w, oid, pgtype.Int8ArrayOID, pgtype.Int8OID, v, nil, appendInt8)
 	case []bool:
-		if oid != pgtype.BoolArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), false, pgtype.BoolOID)
-		for _, x := range v {
-			b := byte(0)
-			if x {
-				b = 1
-			}
-			w.buf = append(binary.BigEndian.AppendUint32(w.buf, 1), b)
-		}
+		return addArray(w, oid, pgtype.BoolArrayOID, pgtype.BoolOID, v, nil, appendBool)
 	case []string:
-		if oid != pgtype.TextArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), false, pgtype.TextOID)
-		for _, x := range v {
-			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(x))), x...)
-		}
+		return addArray(w, oid, pgtype.TextArrayOID, pgtype.TextOID, v, nil, appendText)
 	case pgtype.FlatArray[*string]:
-		if oid != pgtype.TextArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), hasNil(v), pgtype.TextOID)
-		for _, x := range v {
-			if x == nil {
-				w.buf = appendNullElement(w.buf)
-				continue
-			}
-			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(*x))), *x...)
-		}
+		return addArray(w, oid, pgtype.TextArrayOID, pgtype.TextOID, v, isNil[string], func(b []byte, x *string) []byte { return appendText(b, *x) })
 	case pgtype.FlatArray[[]byte]:
-		if oid != pgtype.ByteaArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), slices.ContainsFunc(v, func(b []byte) bool { return b == nil }), pgtype.ByteaOID)
-		for _, x := range v {
-			if x == nil {
-				w.buf = appendNullElement(w.buf)
-				continue
-			}
-			w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(x))), x...)
-		}
+		return addArray(w, oid, pgtype.ByteaArrayOID, pgtype.ByteaOID, v, func(x []byte) bool { return x == nil }, appendText[[]byte])
 	case []time.Time:
-		if oid != pgtype.TimestamptzArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), false, pgtype.TimestamptzOID)
-		for _, x := range v {
-			w.buf = appendTimestamptz(binary.BigEndian.AppendUint32(w.buf, 8), x)
-		}
+		return addArray(w, oid, pgtype.TimestamptzArrayOID, pgtype.TimestamptzOID, v, nil, appendTimestamptzElement)
 	case pgtype.FlatArray[*time.Time]:
-		if oid != pgtype.TimestamptzArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		w.buf = arrayHeader(w.buf, len(v), hasNil(v), pgtype.TimestamptzOID)
-		for _, x := range v {
-			if x == nil {
-				w.buf = appendNullElement(w.buf)
-				continue
-			}
-			w.buf = appendTimestamptz(binary.BigEndian.AppendUint32(w.buf, 8), *x)
-		}
+		return addArray(w, oid, pgtype.TimestamptzArrayOID, pgtype.TimestamptzOID, v, isNil[time.Time],
+			func(b []byte, x *time.Time) []byte { return appendTimestamptzElement(b, *x) })
 	case tokenArray:
-		if oid != pgtype.UUIDArrayOID {
-			return false
-		}
-		if v == nil {
-			w.null()
-			return true
-		}
-		nulls := false
-		for _, t := range v {
-			nulls = nulls || !t.uuid.Valid
-		}
-		w.buf = arrayHeader(w.buf, len(v), nulls, pgtype.UUIDOID)
-		for _, t := range v {
-			if !t.uuid.Valid {
-				w.buf = appendNullElement(w.buf)
-				continue
-			}
-			w.buf = append(binary.BigEndian.AppendUint32(w.buf, 16), t.uuid.Bytes[:]...)
-		}
+		return addArray(w, oid, pgtype.UUIDArrayOID, pgtype.UUIDOID, v, func(t tokenParam) bool { return !t.uuid.Valid }, appendUUID)
 	default:
 		return false
 	}
-	w.start, w.end = append(w.start, begin), append(w.end, len(w.buf))
 	return true
+}
+
+// value records buf, whose tail since the last value is the next one.
+func (w *wireArgs) value(buf []byte) {
+	begin := len(w.buf)
+	w.buf = buf
+	w.start, w.end = append(w.start, begin), append(w.end, len(buf))
 }
 
 func (w *wireArgs) null() {
 	w.start, w.end = append(w.start, -1), append(w.end, -1)
 }
+
+// addArray appends v as a one-dimensional array parameter of type want
+// whose elements are elemOID values, each written by elem (with its
+// length prefix) or NULL where null says so; a nil v is NULL.
+func addArray[T any](w *wireArgs, oid, want, elemOID uint32, v []T, null func(T) bool, elem func([]byte, T) []byte) bool {
+	switch {
+	case oid != want:
+		return false
+	case v == nil:
+		w.null()
+		return true
+	}
+	buf := arrayHeader(w.buf, len(v), null != nil && slices.ContainsFunc(v, null), elemOID)
+	for _, x := range v {
+		if null != nil && null(x) {
+			buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // length -1
+			continue
+		}
+		buf = elem(buf, x)
+	}
+	w.value(buf)
+	return true
+}
+
+// Array elements, each with its length prefix.
+
+func appendInt4(b []byte, x int32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(b, 4), uint32(x))
+}
+
+func appendInt8(b []byte, x int64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(b, 8), uint64(x))
+}
+
+func appendBool(b []byte, x bool) []byte {
+	v := byte(0)
+	if x {
+		v = 1
+	}
+	return append(binary.BigEndian.AppendUint32(b, 1), v)
+}
+
+func appendText[S string | []byte](b []byte, x S) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
+}
+
+func appendTimestamptzElement(b []byte, t time.Time) []byte {
+	return appendTimestamptz(binary.BigEndian.AppendUint32(b, 8), t)
+}
+
+func appendUUID(b []byte, t tokenParam) []byte {
+	return append(binary.BigEndian.AppendUint32(b, 16), t.uuid.Bytes[:]...)
+}
+
+func isNil[T any](p *T) bool { return p == nil }
 
 // arrayHeader starts a one-dimensional array of n elements, as pgx does
 // (an empty array too has one dimension, of length 0).
@@ -253,22 +200,9 @@ func arrayHeader(buf []byte, n int, nulls bool, elem uint32) []byte {
 	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
 }
 
-func appendNullElement(buf []byte) []byte {
-	return binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // length -1
-}
-
 func appendTimestamptz(buf []byte, t time.Time) []byte {
 	micros := t.Unix()*1_000_000 + int64(t.Nanosecond())/1000
 	return binary.BigEndian.AppendUint64(buf, uint64(micros-y2kMicros))
-}
-
-func hasNil[T any](v []*T) bool {
-	for _, x := range v {
-		if x == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // errWireUnsupported says queryWire could not send the statement itself.
