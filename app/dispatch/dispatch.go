@@ -314,12 +314,17 @@ func (d *Dispatcher) loop() {
 			// A drive that starts finishing has not written its outcome
 			// yet, so it cannot have made work due: its place is refilled
 			// at once only while the last poll found more due runs than
-			// places. Its end polls (below), as any drive's end does.
+			// places.
 			if !e.finishing || backlog {
 				request(SourceVehicleExit)
 			}
 		case <-d.finished:
-			request(SourceVehicleExit)
+			// A finishing drive's end frees no place (it gave its own up);
+			// its outcome may have made work due (a yield, say), which the
+			// store announces to a live subscription. Without one, poll.
+			if !d.Listening() {
+				request(SourceVehicleExit)
+			}
 		case res := <-d.pollDone:
 			polling = false
 			launched, poisoned := d.handle(res, inFlight, false)

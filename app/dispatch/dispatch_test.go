@@ -197,7 +197,7 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	require.NoError(t, d.Stop(context.Background()))
 }
 
-func TestAFinishingDriveAfterAShortPollPollsWhenItEnds(t *testing.T) {
+func TestAFinishingDriveWithoutASubscriptionPollsWhenItEnds(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(firstThenEmpty(leases("r", 1))) // fewer than the two places asked for
 	finishing := make(chan struct{})
@@ -220,6 +220,39 @@ func TestAFinishingDriveAfterAShortPollPollsWhenItEnds(t *testing.T) {
 	}
 	close(finish)
 	store.waitCall(t, 2) // its outcome may have made work due
+	require.NoError(t, d.Stop(context.Background()))
+}
+
+func TestAFinishingDriveEndsWithoutAPollWhileSubscribed(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(firstThenEmpty(leases("r", 1)))
+	finishing := make(chan struct{})
+	finish := make(chan struct{})
+	ended := make(chan struct{})
+	n := &fakeNotifier{ch: make(chan ports.Wake)}
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Concurrency = 2
+		c.Notifier = n
+		c.Drive = func(_ context.Context, _ ports.Lease, nodesDone func()) {
+			defer close(ended)
+			nodesDone()
+			close(finishing)
+			<-finish
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	store.waitCall(t, 1)
+	require.Eventually(t, d.Listening, wait, time.Millisecond)
+	<-finishing
+	close(finish)
+	<-ended
+	select {
+	case call := <-store.entered:
+		t.Fatalf("claim %d after a finishing drive ended: the store announces what its commit made due", call)
+	case <-time.After(50 * time.Millisecond):
+	}
+	n.ch <- ports.Wake{} // an announcement still polls
+	store.waitCall(t, 2)
 	require.NoError(t, d.Stop(context.Background()))
 }
 
