@@ -10,6 +10,7 @@ import (
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Commit writes a moment under the claim fence (see ports.RunStore and
@@ -121,26 +122,36 @@ const missed = -1
 // commitClaimed runs sqlCommitClaimed over a batch and returns how many
 // events each commit wrote (missed for a lost fence).
 func (s *Store) commitClaimed(ctx context.Context, sql string, batch []*pending[commitRow]) ([]int64, error) {
-	args := s.claimedArgs(batch)
-	written := make([]int64, len(batch))
-	for i := range written {
-		written[i] = missed
-	}
-	err := s.queryWire(ctx, sql, args, func(values [][]byte) error {
-		if len(values) != 3 {
-			return errors.New("docket postgres: commit: unexpected result shape")
+	return s.batchedWrite(ctx, s.pool, sql, s.claimedArgs(batch), len(batch))
+}
+
+// batchedWrite runs a batched write statement whose rows are (ord,
+// written, side_effects) and returns how many events each element wrote
+// (missed for an element the statement did not write). On the store's
+// pool it binds the parameters itself (queryWire); in a transaction, or
+// where that path does not apply, through pgx.
+func (s *Store) batchedWrite(ctx context.Context, q rowQuerier, sql string, args []any, n int) ([]int64, error) {
+	if pool, ok := q.(*pgxpool.Pool); ok && pool == s.pool {
+		written := make([]int64, n)
+		for i := range written {
+			written[i] = missed
 		}
-		ord, err := wireInt(values[0])
-		if err != nil || ord < 0 || ord >= int64(len(written)) {
-			return errors.New("docket postgres: commit: unexpected result row")
+		err := s.queryWire(ctx, sql, args, func(values [][]byte) error {
+			if len(values) != 3 {
+				return errors.New("docket postgres: batched write: unexpected result shape")
+			}
+			ord, err := wireInt(values[0])
+			if err != nil || ord < 0 || ord >= int64(n) {
+				return errors.New("docket postgres: batched write: unexpected result row")
+			}
+			written[ord], err = wireInt(values[1])
+			return err
+		})
+		if !errors.Is(err, errWireUnsupported) {
+			return written, err
 		}
-		written[ord], err = wireInt(values[1])
-		return err
-	})
-	if errors.Is(err, errWireUnsupported) {
-		return writtenPerOrd(s.pool.Query(ctx, sql, args...))(len(batch))
 	}
-	return written, err
+	return writtenPerOrd(q.Query(ctx, sql, args...))(n)
 }
 
 // writtenPerOrd reads the (ord, written, side_effects) rows of a batched

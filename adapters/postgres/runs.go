@@ -142,7 +142,7 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 	}
 	args := append([]any{ords, runIDs, tenants, graphIDs, hashes, statuses, steps, states, seqs, eventSeqs,
 		types, wakes, started, updated, finished, s.storeNow(), s.schema, eventOrds}, events.args()...)
-	return writtenPerOrd(q.Query(ctx, s.stmt.insertRuns, args...))(n)
+	return s.batchedWrite(ctx, q, s.stmt.insertRuns, args, n)
 }
 
 // document is a run's stored form: the encoded state and its column copies.

@@ -39,17 +39,17 @@ func (c *commitTraces) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	}
 }
 
-// The claimed commit binds its parameters itself on a pool that caches
-// statements (a statement prepared under its own name), stays visible to
+// The batched insertion and the claimed commit bind their parameters
+// themselves on a pool that caches statements (a statement prepared under its own name), stays visible to
 // the pool's tracer, and goes the ordinary way on a simple-protocol pool.
-func TestClaimedCommitsBindTheirOwnParameters(t *testing.T) {
+func TestBatchedWritesBindTheirOwnParameters(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		simple bool
 		wire   int
 	}{
-		{"statement cache", false, 1},
+		{"statement cache", false, 2},
 		{"simple protocol", true, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +57,9 @@ func TestClaimedCommitsBindTheirOwnParameters(t *testing.T) {
 			traces := &commitTraces{}
 			env := newEnv(t, envOptions{simple: tt.simple, maxConns: 1, tracer: traces})
 			ctx := context.Background()
+			// The owner's first insertion ensures its claim partition in a
+			// transaction (through pgx); the second is the batched one.
+			env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
 			r := env.insertRun(t, ports.Tenantless(), t0, t0)
 			batch, err := env.store.ClaimDue(ctx, claim.Request{Now: t0, Limit: 1, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
 			require.NoError(t, err)
@@ -73,7 +76,7 @@ func TestClaimedCommitsBindTheirOwnParameters(t *testing.T) {
 
 			var prepared int
 			require.NoError(t, env.pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'docket_wire_%'`).Scan(&prepared))
-			assert.Equal(t, tt.wire, prepared, "statements prepared by the store itself on its only connection")
+			assert.Equal(t, tt.wire, prepared, "statements prepared by the store itself on its only connection (the insertion's and the commit's)")
 			assert.Equal(t, 1, traces.starts, "the pool tracer saw the commit start")
 			assert.Equal(t, 1, traces.ends, "and end")
 		})
