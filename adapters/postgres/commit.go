@@ -132,10 +132,7 @@ func (s *Store) commitClaimed(ctx context.Context, sql string, batch []*pending[
 // where that path does not apply, through pgx.
 func (s *Store) batchedWrite(ctx context.Context, q rowQuerier, sql string, args []any, n int) ([]int64, error) {
 	if pool, ok := q.(*pgxpool.Pool); ok && pool == s.pool {
-		written := make([]int64, n)
-		for i := range written {
-			written[i] = missed
-		}
+		written := allMissed(n)
 		err := s.queryWire(ctx, sql, args, func(values [][]byte) error {
 			if len(values) != 3 {
 				return errors.New("docket postgres: batched write: unexpected result shape")
@@ -154,15 +151,21 @@ func (s *Store) batchedWrite(ctx context.Context, q rowQuerier, sql string, args
 	return writtenPerOrd(q.Query(ctx, sql, args...))(n)
 }
 
+// allMissed is the written counts of n elements before any result row.
+func allMissed(n int) []int64 {
+	written := make([]int64, n)
+	for i := range written {
+		written[i] = missed
+	}
+	return written
+}
+
 // writtenPerOrd reads the (ord, written, side_effects) rows of a batched
 // write: how many events each element wrote, missed for an element the
 // statement did not write.
 func writtenPerOrd(rows pgx.Rows, err error) func(n int) ([]int64, error) {
 	return func(n int) ([]int64, error) {
-		written := make([]int64, n)
-		for i := range written {
-			written[i] = missed
-		}
+		written := allMissed(n)
 		if err != nil {
 			return written, err
 		}
