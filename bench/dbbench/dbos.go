@@ -44,16 +44,50 @@ func benchWorkflow(c dbos.Context, n int) (int, error) {
 	return sum, nil
 }
 
+// fanOutWorkflow runs branches no-op steps beside each other (dbos.Go),
+// waits for every one, then runs a join step over their results; DBOS
+// checkpoints each of the branches+1 steps. It returns branches.
+func fanOutWorkflow(c dbos.Context, branches int) (int, error) {
+	outcomes := make([]<-chan dbos.StepOutcome[int], branches)
+	for i := range outcomes {
+		ch, err := dbos.Go(c, noopStep)
+		if err != nil {
+			return 0, err
+		}
+		outcomes[i] = ch
+	}
+	sum := 0
+	for _, ch := range outcomes {
+		o := <-ch
+		if o.Err != nil {
+			return 0, o.Err
+		}
+		sum += o.Result
+	}
+	return dbos.RunAsStep(c, func(context.Context) (int, error) { return sum, nil })
+}
+
 // DBOSWorkflows launches DBOS Transact on db and runs workflows workflows
 // of steps no-op steps each, inFlight at a time, each started directly
 // (RunWorkflow) and awaited; limit bounds the whole run.
 func DBOSWorkflows(ctx context.Context, db *Database, workflows, steps, inFlight int, limit time.Duration) (WorkflowResult, error) {
+	return dbosRun(ctx, db, benchWorkflow, workflows, steps, steps, inFlight, limit)
+}
+
+// DBOSFanOut is DBOSWorkflows for workflows of branches no-op steps run
+// beside each other and a join step after them (branches+1 steps).
+func DBOSFanOut(ctx context.Context, db *Database, workflows, branches, inFlight int, limit time.Duration) (WorkflowResult, error) {
+	return dbosRun(ctx, db, fanOutWorkflow, workflows, branches, branches+1, inFlight, limit)
+}
+
+// dbosRun runs workflows workflows of workflow(param), each of steps
+// steps and expected to return param, inFlight at a time.
+func dbosRun(ctx context.Context, db *Database, workflow func(dbos.Context, int) (int, error), workflows, param, steps, inFlight int, limit time.Duration) (WorkflowResult, error) {
 	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "docket-bench", DatabaseURL: db.URL, Logger: discardLogger()})
 	if err != nil {
 		return WorkflowResult{}, fmt.Errorf("dbos context: %w", err)
 	}
 	defer dbos.Shutdown(dctx, 10*time.Second)
-	workflow := benchWorkflow
 	dbos.RegisterWorkflow(dctx, workflow)
 	if err := dbos.Launch(dctx); err != nil {
 		return WorkflowResult{}, fmt.Errorf("dbos launch: %w", err)
@@ -83,12 +117,12 @@ func DBOSWorkflows(ctx context.Context, db *Database, workflows, steps, inFlight
 		wg.Go(func() {
 			for range next {
 				t0 := time.Now()
-				h, err := dbos.RunWorkflow(dctx, workflow, steps)
+				h, err := dbos.RunWorkflow(dctx, workflow, param)
 				if err == nil {
 					var got int
 					got, err = h.GetResult()
-					if err == nil && got != steps {
-						err = fmt.Errorf("workflow returned %d, want %d", got, steps)
+					if err == nil && got != param {
+						err = fmt.Errorf("workflow returned %d, want %d", got, param)
 					}
 				}
 				mu.Lock()

@@ -55,9 +55,11 @@ type Comparison struct {
 	Peer       string  `json:"peer"`
 	TimeRatio  float64 `json:"time_ratio,omitempty"`
 	AllocRatio float64 `json:"alloc_ratio,omitempty"`
-	Goal       string  `json:"goal"`
-	Met        bool    `json:"met"`
-	Note       string  `json:"note,omitempty"`
+	// Goal is empty for a comparison reported for reference only: it has
+	// no goal, and Met means nothing.
+	Goal string `json:"goal"`
+	Met  bool   `json:"met"`
+	Note string `json:"note,omitempty"`
 }
 
 // Report is everything one bench command run produced.
@@ -161,17 +163,26 @@ func (r *Report) CompareCost(scenario, ours, peer string, maxRatio float64) {
 // CompareThroughput adds the comparison of two throughput results (higher
 // is better): met when ours ÷ peer is at least minRatio.
 func (r *Report) CompareThroughput(scenario, ours, peer string, minRatio float64) {
+	r.compareThroughput(scenario, ours, peer, minRatio, fmt.Sprintf("throughput ≥ %.1f× %s", minRatio, peer))
+}
+
+// ReferenceThroughput puts ours's throughput beside peer's in scenario
+// without a goal.
+func (r *Report) ReferenceThroughput(scenario, ours, peer string) {
+	r.compareThroughput(scenario, ours, peer, 0, "")
+}
+
+func (r *Report) compareThroughput(scenario, ours, peer string, minRatio float64, goal string) {
 	o, ok1 := r.Find(scenario, ours)
 	p, ok2 := r.Find(scenario, peer)
-	c := Comparison{Scenario: scenario, Ours: ours, Peer: peer,
-		Goal: fmt.Sprintf("throughput ≥ %.1f× %s", minRatio, peer)}
+	c := Comparison{Scenario: scenario, Ours: ours, Peer: peer, Goal: goal}
 	if !ok1 || !ok2 || !hasNumbers(o) || !hasNumbers(p) || p.Throughput == 0 {
 		c.Note = "not compared: a side has no numbers"
 		r.Comparisons = append(r.Comparisons, c)
 		return
 	}
 	c.TimeRatio = o.Throughput / p.Throughput
-	c.Met = c.TimeRatio >= minRatio
+	c.Met = goal != "" && c.TimeRatio >= minRatio
 	r.Comparisons = append(r.Comparisons, c)
 }
 
@@ -291,15 +302,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n| scenario | ours ÷ peer | time ratio | allocs ratio | goal | met |\n")
 		b.WriteString("|---|---|---:|---:|---|---|\n")
 		for _, c := range r.Comparisons {
-			met := "no"
-			if c.Met {
+			goal, met := c.Goal, "no"
+			switch {
+			case goal == "":
+				goal, met = "none (for reference)", "–"
+			case c.Met:
 				met = "yes"
 			}
 			if c.Note != "" {
 				met += " (" + c.Note + ")"
 			}
 			fmt.Fprintf(&b, "| %s | %s ÷ %s | %s | %s | %s | %s |\n", c.Scenario, c.Ours, c.Peer,
-				ratio(c.TimeRatio), ratio(c.AllocRatio), c.Goal, met)
+				ratio(c.TimeRatio), ratio(c.AllocRatio), goal, met)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

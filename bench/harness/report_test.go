@@ -52,6 +52,7 @@ func TestThroughputAndLatencyComparisons(t *testing.T) {
 	rep.CompareBest("drain/best", "drain/", "ours", "peer", 1.0)
 	rep.CompareLatencyP50("lat", "ours", "peer", 2.0)
 	rep.CompareMoments("drain/c8", "ours", "probe/c8", "limit", 2, 0.8)
+	rep.ReferenceThroughput("drain/c8", "ours", "peer")
 
 	assert.False(t, rep.Comparisons[0].Met)
 	assert.InDelta(t, 0.5, rep.Comparisons[0].TimeRatio, 1e-9)
@@ -60,10 +61,15 @@ func TestThroughputAndLatencyComparisons(t *testing.T) {
 	assert.InDelta(t, 1.5, best.TimeRatio, 1e-9)
 	assert.True(t, rep.Comparisons[2].Met)
 	assert.InDelta(t, 1.0, rep.Comparisons[3].TimeRatio, 1e-9, "500 runs/s × 2 commits ÷ 1000 commits/s")
+	reference := rep.Comparisons[4]
+	assert.InDelta(t, 0.5, reference.TimeRatio, 1e-9)
+	assert.Empty(t, reference.Goal)
+	assert.False(t, reference.Met, "a comparison without a goal meets none")
 
 	var md bytes.Buffer
 	require.NoError(t, rep.WriteMarkdown(&md))
 	assert.Contains(t, md.String(), "| drain/best | ours ÷ peer | 1.50 |")
+	assert.Contains(t, md.String(), "| drain/c8 | ours ÷ peer | 0.50 | – | none (for reference) | – |")
 }
 
 func TestLatencyGrowthComparesOneSystemAtTwoSizes(t *testing.T) {

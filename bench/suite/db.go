@@ -56,7 +56,7 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 	if err != nil {
 		for _, s := range []struct{ scenario, system string }{
 			{"db/limit-probe", SystemLimit}, {"db/drain", SystemDocket}, {"db/drain", SystemRiver}, {"db/one-step", SystemDBOS},
-			{"db/chain10", SystemDocket}, {"db/chain10", SystemDBOS}, {"db/fanout8", SystemDocket},
+			{"db/chain10", SystemDocket}, {"db/chain10", SystemDBOS}, {"db/chain10", SystemRiver}, {"db/fanout8", SystemDocket}, {"db/fanout8", SystemDBOS},
 			{"db/latency", SystemDocket}, {"db/latency", SystemDBOS}, {ScenarioClaimBacklog, SystemDocket},
 		} {
 			if p.Runs(s.scenario) {
@@ -163,7 +163,16 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 			return docketDrain(ctx, fresh, dbbench.ShapeChain10, chainRuns, p.DB.InFlight, 11) // ten supersteps and the completion
 		}}
 		dbos := dbosSeries(ctx, fresh, "db/chain10", p.DB.Workflows/4, 10, p.DB.InFlight)
-		compare(docket, dbos)
+		river := &series{scenario: "db/chain10", system: SystemRiver, unit: "job hand-offs/s", measure: func() (o outcome) {
+			o.err = fresh("river_chain10", func(db *dbbench.Database) error {
+				res, err := dbbench.RiverChain(ctx, db, chainRuns, 10, p.DB.InFlight, 5*time.Minute)
+				o.ops, o.elapsed = res.Jobs, res.Elapsed
+				return err
+			})
+			return o
+		}}
+		// Docket and DBOS, the goal's pair, stay adjacent in either order.
+		compare(docket, dbos, river)
 		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; step commits/s; gates: %s",
 			repeatsNote(pairs), chainRuns, p.DB.InFlight, docket.gatesSummary())))
 		r, err := dbos.result(fmt.Sprintf("%s%d workflows of 10 no-op steps, %d in flight; step checkpoints/s",
@@ -172,14 +181,36 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 			r.Note += fmt.Sprintf(" (%.0f workflows/s)", r.Throughput/10)
 		}
 		record(r, err)
+		r, err = river.result(fmt.Sprintf("%s%d chains of 10 jobs, %d workers; each job inserts the next and completes itself in one transaction; job hand-offs/s",
+			repeatsNote(pairs), chainRuns, p.DB.InFlight))
+		if err == nil {
+			r.Note += fmt.Sprintf(" (%.0f chains/s)", r.Throughput/10)
+		}
+		record(r, err)
 		rep.CompareThroughput("db/chain10", SystemDocket, SystemDBOS, 2.0)
+		rep.ReferenceThroughput("db/chain10", SystemDocket, SystemRiver)
 	}
 	if p.Runs("db/" + dbbench.ShapeFanOut8) {
-		docket := &series{scenario: "db/fanout8", system: SystemDocket, unit: "step commits/s", measure: func() outcome {
-			return docketDrain(ctx, fresh, dbbench.ShapeFanOut8, chainRuns, p.DB.InFlight, 3) // fan-out, fan-in, completion
+		// Runs per second: one Docket superstep commits all eight branches
+		// (three commits a run: fan-out, fan-in, completion), where DBOS
+		// checkpoints each of its nine steps.
+		docket := &series{scenario: "db/fanout8", system: SystemDocket, unit: "runs/s", measure: func() outcome {
+			return docketDrain(ctx, fresh, dbbench.ShapeFanOut8, chainRuns, p.DB.InFlight, 1)
 		}}
-		docket.run(0, 1, logf)
-		record(docket.result(fmt.Sprintf("%d runs, %d workers; step commits/s; gates: %s", chainRuns, p.DB.InFlight, docket.gatesSummary())))
+		dbos := &series{scenario: "db/fanout8", system: SystemDBOS, unit: "workflows/s", measure: func() (o outcome) {
+			o.err = fresh("dbos_fanout8", func(db *dbbench.Database) error {
+				res, err := dbbench.DBOSFanOut(ctx, db, p.DB.Workflows/4, 8, p.DB.InFlight, 5*time.Minute)
+				o.ops, o.elapsed = res.Workflows, res.Elapsed
+				return err
+			})
+			return o
+		}}
+		compare(docket, dbos)
+		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; runs/s (3 step commits each); gates: %s",
+			repeatsNote(pairs), chainRuns, p.DB.InFlight, docket.gatesSummary())))
+		record(dbos.result(fmt.Sprintf("%s%d workflows of 8 no-op steps run beside each other (dbos.Go) and a join step, %d in flight; workflows/s",
+			repeatsNote(pairs), p.DB.Workflows/4, p.DB.InFlight)))
+		rep.ReferenceThroughput("db/fanout8", SystemDocket, SystemDBOS)
 	}
 
 	// DBOS one-step workflows in flight (Docket's counterpart is the drain).

@@ -57,10 +57,10 @@ type DBProfile struct {
 	// BacklogClaims is the number of timed claims at each size.
 	Backlogs      []int
 	BacklogClaims int
-	// Pairs is how many times each compared pair runs (Docket and River
-	// at each drain concurrency, Docket and DBOS for chain10 and latency),
-	// alternating which goes first; the report takes medians. Zero means
-	// one.
+	// Pairs is how many times each compared system runs (Docket and River
+	// at each drain concurrency; Docket, DBOS and River for chain10; Docket
+	// and DBOS for fanout8 and latency), alternating which goes first; the
+	// report takes medians. Zero means one.
 	Pairs int
 }
 
