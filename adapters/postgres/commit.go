@@ -135,14 +135,17 @@ func (s *Store) batchedWrite(ctx context.Context, q rowQuerier, sql string, args
 		written := allMissed(n)
 		err := s.queryWire(ctx, sql, args, func(values [][]byte) error {
 			if len(values) != 3 {
-				return errors.New("docket postgres: batched write: unexpected result shape")
+				return errUnexpectedWriteRow
 			}
 			ord, err := wireInt(values[0])
-			if err != nil || ord < 0 || ord >= int64(n) {
-				return errors.New("docket postgres: batched write: unexpected result row")
+			if err != nil {
+				return errUnexpectedWriteRow
 			}
-			written[ord], err = wireInt(values[1])
-			return err
+			count, err := wireInt(values[1])
+			if err != nil {
+				return errUnexpectedWriteRow
+			}
+			return recordWritten(written, ord, count)
 		})
 		if !errors.Is(err, errWireUnsupported) {
 			return written, err
@@ -176,10 +179,25 @@ func writtenPerOrd(rows pgx.Rows, err error) func(n int) ([]int64, error) {
 			if err := rows.Scan(&ord, &count, &sideEffects); err != nil {
 				return written, err
 			}
-			written[ord] = count
+			if err := recordWritten(written, int64(ord), count); err != nil {
+				return written, err
+			}
 		}
 		return written, rows.Err()
 	}
+}
+
+// errUnexpectedWriteRow is a batched write's result row that is not
+// (ord, written, side_effects) for an element of the batch.
+var errUnexpectedWriteRow = errors.New("docket postgres: batched write: unexpected result row")
+
+// recordWritten records that element ord of a batch wrote count events.
+func recordWritten(written []int64, ord, count int64) error {
+	if ord < 0 || ord >= int64(len(written)) {
+		return errUnexpectedWriteRow
+	}
+	written[ord] = count
+	return nil
 }
 
 // claimedArgs lays a batch out as sqlCommitClaimed's parallel arrays.

@@ -49,3 +49,18 @@ func (s *Store) InsertBatchForTest(ctx context.Context, owner ports.OwnerScope, 
 	}
 	return errs
 }
+
+// BatchedWriteForTest runs sql as a batched write of n elements, on the
+// store's pool (its own parameter binding) or through pgx in a
+// transaction, and returns how many events each element wrote.
+func (s *Store) BatchedWriteForTest(ctx context.Context, sql string, n int, inTx bool) ([]int64, error) {
+	if !inTx {
+		return s.batchedWrite(ctx, s.pool, sql, nil, n)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	return s.batchedWrite(ctx, tx, sql, nil, n)
+}

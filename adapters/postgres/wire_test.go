@@ -82,3 +82,27 @@ func TestBatchedWritesBindTheirOwnParameters(t *testing.T) {
 		})
 	}
 }
+
+// A batched write reads only rows naming an element of its batch: a row
+// of another shape, an element out of range or a count that is not an
+// integer is an error on either path, never a panic or a miscount.
+func TestBatchedWriteRefusesAMalformedResultRow(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, inTx := range []bool{false, true} {
+		written, err := env.store.BatchedWriteForTest(ctx, `SELECT 1::int4, 7::int8, 0::int8`, 2, inTx)
+		require.NoError(t, err, "in a transaction: %v", inTx)
+		assert.Equal(t, []int64{-1, 7}, written, "the element without a row is missed")
+
+		for _, sql := range []string{
+			`SELECT 0::int4, 7::int8`,
+			`SELECT 2::int4, 7::int8, 0::int8`,
+			`SELECT -1::int4, 7::int8, 0::int8`,
+			`SELECT 0::int4, 'seven'::text, 0::int8`,
+		} {
+			_, err := env.store.BatchedWriteForTest(ctx, sql, 2, inTx)
+			assert.Error(t, err, "%s (in a transaction: %v)", sql, inTx)
+		}
+	}
+}
