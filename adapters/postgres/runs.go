@@ -151,11 +151,14 @@ type document struct {
 	step  int32
 }
 
+// encodeDocument encodes a run whose moment has passed ports.ValidateMoment
+// (every caller checks the proposal first), so the run is not validated a
+// second time.
 func encodeDocument(r *run.Run) (document, error) {
 	if r.Step > math.MaxInt32 {
 		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: fmt.Sprintf("step %d is out of range", r.Step)}
 	}
-	state, err := run.Encode(r)
+	state, err := run.EncodeValidated(r)
 	if err != nil {
 		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: err.Error()}
 	}

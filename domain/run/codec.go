@@ -41,6 +41,14 @@ func Encode(r *Run) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	return EncodeValidated(r)
+}
+
+// EncodeValidated is Encode for a run that has passed Validate and not
+// changed since (a store that has just checked the proposal holding it):
+// it writes the same bytes without validating the run a second time. A
+// value that is not portable still fails.
+func EncodeValidated(r *Run) ([]byte, error) {
 	w := writer{b: make([]byte, 0, 2048)}
 	w.run(r)
 	if w.err != nil {

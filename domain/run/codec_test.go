@@ -187,6 +187,9 @@ func TestCodecRoundTripProperty(t *testing.T) {
 		again, err := Encode(got)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(b, again), "re-encoding gives identical bytes")
+		validated, err := EncodeValidated(r)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(b, validated), "a validated run encodes to the same bytes without the second check")
 		assertCanonical(t, b)
 	})
 }
@@ -278,12 +281,16 @@ func BenchmarkEncode(b *testing.B) {
 	r := benchRun()
 	enc, err := Encode(r)
 	require.NoError(b, err)
-	b.SetBytes(int64(len(enc)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Encode(r); err != nil {
-			b.Fatal(err)
-		}
+	for name, encode := range map[string]func(*Run) ([]byte, error){"validating": Encode, "validated": EncodeValidated} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(enc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encode(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
