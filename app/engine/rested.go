@@ -45,7 +45,9 @@ func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) {
 			c.next = (c.next + 1) % restedCapacity
 		}
 	}
-	c.runs[key] = r.Clone()
+	// A committed run is never written again (the domain builds every
+	// next run anew), so it is kept as is; newer hands out copies.
+	c.runs[key] = r
 }
 
 // newer returns a copy of the run rested after checkpoint seq, if any.
