@@ -20,7 +20,9 @@ import (
 // this engine makes, unless that commit rested the run (parked it or
 // finished it): then the committed run is returned without a read. Store
 // wake announcements are not used because they announce due work, never
-// parks or terminal states.
+// parks or terminal states. When this engine started the run less than
+// AwaitPollInterval ago and timeout leaves time to wait, the insertion
+// stands in for the first read.
 func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration) (*run.Run, error) {
 	owner, err := c.owner()
 	if err != nil {
@@ -35,6 +37,14 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 		// Subscribe before reading, so a commit between the read and the
 		// wait still wakes us.
 		committed := c.e.commits.wait()
+		read := true
+		if seen < 0 && time.Until(deadline) > 0 {
+			if inserted, ok := c.e.started.since(owner, runID, time.Now(), c.e.cfg.AwaitPollInterval); ok {
+				// This engine inserted the run moments ago: the insertion
+				// stands in for the first read.
+				seen, read = inserted, false
+			}
+		}
 		if seen >= 0 {
 			// A commit of this engine that rested the run since the
 			// last read carries the committed run: no need to read it.
@@ -42,23 +52,25 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 				return r, nil
 			}
 		}
-		ictx, cancel := c.e.storeCall(ctx)
-		info, err := c.e.backend.InspectRun(ictx, owner, runID)
-		cancel()
-		if err != nil {
-			return nil, err
+		if read {
+			ictx, cancel := c.e.storeCall(ctx)
+			info, err := c.e.backend.InspectRun(ictx, owner, runID)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case info.Poisoned():
+				return nil, &PoisonedError{Info: info}
+			case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
+				return info.Run, nil
+			}
+			seen = info.Run.CheckpointSeq
+			if time.Until(deadline) <= 0 {
+				return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)
+			}
 		}
-		switch {
-		case info.Poisoned():
-			return nil, &PoisonedError{Info: info}
-		case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
-			return info.Run, nil
-		}
-		seen = info.Run.CheckpointSeq
 		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)
-		}
 		t := time.NewTimer(min(c.e.cfg.AwaitPollInterval, remaining))
 		select {
 		case <-ctx.Done():

@@ -172,10 +172,16 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	}
 	tctx, span := c.e.cfg.Telemetry.StartSpan(ctx, ports.FactLifecycleTransition,
 		ports.Label{Key: ports.LabelOperation, Value: operationStart})
+	// Recorded before the insertion, so a commit of the run that lands
+	// before StartRun returns is never followed by a stale record; a
+	// rested entry can only be an earlier run under the same id.
+	c.e.rested.forget(owner, runID)
+	c.e.started.put(owner, runID, startedRun{seq: m.Run.CheckpointSeq, at: time.Now()})
 	ictx, cancel := c.e.storeCall(tctx)
 	stored, err := c.e.backend.InsertRun(ictx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
 	cancel()
 	if err != nil {
+		c.e.started.forget(owner, runID)
 		span.End(resultOf(err), nil)
 		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
 			return c.sameStart(ctx, owner, runID, m, err)

@@ -48,8 +48,11 @@ type Engine struct {
 	deliver *observe.Deliverer
 	commits broadcast
 	// rested holds the runs this engine last committed waiting or
-	// terminal, so a local AwaitRun woken by that commit needs no read.
-	rested restedRuns
+	// terminal, so a local AwaitRun woken by that commit needs no read;
+	// started, the runs it inserted, so an AwaitRun right after StartRun
+	// needs no first read.
+	rested  restedRuns
+	started startedRuns
 
 	driver       *vehicle.Vehicle // the dispatcher's vehicles (cached graphs)
 	manualDriver *vehicle.Vehicle // DrainRuns' vehicles (no graph cache)
@@ -306,6 +309,7 @@ func claimPolicyLabel(c ports.Capabilities) string {
 // should carry the transition's span, so the committed fact lands on it.
 func (e *Engine) afterCommit(ctx context.Context, owner ports.OwnerScope, m *run.Moment) {
 	e.deliver.Committed(ctx, owner, m)
+	e.started.committed(owner, m.Run.ID, m.Run.CheckpointSeq)
 	if r := m.Run; r.Status == run.StatusWaiting || r.Status.Terminal() {
 		e.rested.put(owner, r)
 	}

@@ -2,61 +2,117 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 )
 
-// restedCapacity bounds restedRuns: the most recent rests are the ones a
-// waiting AwaitRun can be after.
-const restedCapacity = 1024
+// recentCapacity bounds a recentRuns ring: the most recent entries are the
+// ones a waiting AwaitRun can be after.
+const recentCapacity = 1024
 
-// restedRuns remembers the last runs this engine committed waiting or
-// terminal, by owner and run id, in a bounded ring. An AwaitRun woken by
-// such a commit takes the run from here instead of reading it again; it
-// only ever takes a run newer than what it last read, so an entry that a
-// later commit elsewhere made stale is never returned as news.
-type restedRuns struct {
+// recentRuns remembers one value per run (by owner and run id) for the
+// last runs it was told about, in a bounded ring: at capacity, a new run
+// replaces the oldest. It is safe for concurrent use.
+type recentRuns[V any] struct {
 	mu    sync.Mutex
-	runs  map[restedKey]*run.Run
-	order []restedKey // ring of keys, oldest at next
+	runs  map[recentKey]V
+	order []recentKey // ring of keys, oldest at next
 	next  int
 }
 
-type restedKey struct {
+type recentKey struct {
 	owner string
 	runID string
 }
 
-func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) {
-	key := restedKey{owner: owner.Key(), runID: r.ID}
+func (c *recentRuns[V]) put(owner ports.OwnerScope, runID string, v V) {
+	key := recentKey{owner: owner.Key(), runID: runID}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil {
-		c.runs = make(map[restedKey]*run.Run, restedCapacity)
-		c.order = make([]restedKey, 0, restedCapacity)
+		c.runs = make(map[recentKey]V, recentCapacity)
+		c.order = make([]recentKey, 0, recentCapacity)
 	}
 	if _, ok := c.runs[key]; !ok {
-		if len(c.order) < restedCapacity {
+		if len(c.order) < recentCapacity {
 			c.order = append(c.order, key)
 		} else {
 			delete(c.runs, c.order[c.next])
 			c.order[c.next] = key
-			c.next = (c.next + 1) % restedCapacity
+			c.next = (c.next + 1) % recentCapacity
 		}
 	}
-	// A committed run is never written again (the domain builds every
-	// next run anew), so it is kept as is; newer hands out copies.
-	c.runs[key] = r
+	c.runs[key] = v
 }
+
+// forget drops the run's entry. Its key stays in the ring, so a later put
+// of the same run may leave a little early: the cache answers less, never
+// wrongly.
+func (c *recentRuns[V]) forget(owner ports.OwnerScope, runID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, recentKey{owner: owner.Key(), runID: runID})
+}
+
+func (c *recentRuns[V]) get(owner ports.OwnerScope, runID string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.runs[recentKey{owner: owner.Key(), runID: runID}]
+	return v, ok
+}
+
+// restedRuns remembers the last runs this engine committed waiting or
+// terminal. An AwaitRun woken by such a commit takes the run from here
+// instead of reading it again; it only ever takes a run newer than what
+// it last read, so an entry that a later commit elsewhere made stale is
+// never returned as news.
+type restedRuns struct{ recentRuns[*run.Run] }
+
+// put keeps r as committed: a committed run is never written again (the
+// domain builds every next run anew); newer hands out copies.
+func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) { c.recentRuns.put(owner, r.ID, r) }
 
 // newer returns a copy of the run rested after checkpoint seq, if any.
 func (c *restedRuns) newer(owner ports.OwnerScope, runID string, seq int64) *run.Run {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.runs[restedKey{owner: owner.Key(), runID: runID}]
+	r, _ := c.get(owner, runID)
 	if r == nil || r.CheckpointSeq <= seq {
 		return nil
 	}
 	return r.Clone()
+}
+
+// startedRun is what this engine inserted for a run, and when.
+type startedRun struct {
+	seq int64
+	at  time.Time
+}
+
+// startedRuns remembers the runs this engine inserted and has committed
+// nothing else for since (a later commit makes committed forget the run).
+// An AwaitRun that follows its StartRun within one poll interval takes the
+// insertion for its first read: the run was running at that checkpoint
+// moments ago, no commit of this engine has rested it since, and the next
+// read comes no later than it would after a read.
+type startedRuns struct{ recentRuns[startedRun] }
+
+// since returns the checkpoint seq this engine inserted runID at, if it
+// did so within window of now.
+func (c *startedRuns) since(owner ports.OwnerScope, runID string, now time.Time, window time.Duration) (int64, bool) {
+	s, ok := c.get(owner, runID)
+	if !ok || now.Sub(s.at) >= window {
+		return 0, false
+	}
+	return s.seq, true
+}
+
+// committed forgets runID when this engine commits it past the insertion.
+func (c *startedRuns) committed(owner ports.OwnerScope, runID string, seq int64) {
+	key := recentKey{owner: owner.Key(), runID: runID}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.runs[key]; ok && s.seq < seq {
+		delete(c.runs, key)
+	}
 }

@@ -25,9 +25,9 @@ func TestRestedRunsAnswerOnlyNewerCommitsAndStayBounded(t *testing.T) {
 	assert.Nil(t, c.newer(owner, "a", 3), "nothing newer than what was read")
 	assert.Nil(t, c.newer(ports.Tenant("other"), "a", 0), "another owner's run is not this one")
 
-	for i := range restedCapacity {
+	for i := range recentCapacity {
 		c.put(owner, &run.Run{ID: fmt.Sprintf("r%d", i), CheckpointSeq: 1})
 	}
 	assert.Nil(t, c.newer(owner, "a", 0), "the oldest entry left the ring")
-	assert.LessOrEqual(t, len(c.runs), restedCapacity)
+	assert.LessOrEqual(t, len(c.runs), recentCapacity)
 }

@@ -1,0 +1,101 @@
+package engine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// inspectCounting is a backend that counts InspectRun calls (AwaitRun's
+// reads) and otherwise is the backend it wraps.
+type inspectCounting struct {
+	ports.Backend
+	inspects atomic.Int64
+}
+
+func (b *inspectCounting) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
+	b.inspects.Add(1)
+	return b.Backend.InspectRun(ctx, scope, runID)
+}
+
+// An await right after this engine's start takes the insertion for its
+// first read: a run nothing drives is read once, when the timeout ends,
+// where a first read would make two. A zero timeout has no time to wait
+// and reads at once; a run this engine has committed since is read.
+func TestAwaitRightAfterStartSkipsTheFirstRead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	counting := &inspectCounting{Backend: h.store}
+	e := manual(t, h, newKit(), func(c *engine.Config) {
+		c.Backend = counting
+		c.AwaitPollInterval = time.Minute
+	})
+	ctx := context.Background()
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	start := func() *run.Run {
+		r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
+		require.NoError(t, err)
+		return r
+	}
+
+	_, err = e.AwaitRun(ctx, start().ID, 30*time.Millisecond)
+	require.ErrorIs(t, err, engine.ErrAwaitTimeout)
+	assert.EqualValues(t, 1, counting.inspects.Swap(0), "only the read before the timeout")
+
+	_, err = e.AwaitRun(ctx, start().ID, 0)
+	require.ErrorIs(t, err, engine.ErrAwaitTimeout)
+	assert.EqualValues(t, 1, counting.inspects.Swap(0))
+
+	r := start()
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	done, err := e.AwaitRun(ctx, r.ID, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+	assert.Equal(t, map[string]any{"result": "hi"}, done.Output)
+	assert.EqualValues(t, 1, counting.inspects.Swap(0), "committed since its start: read")
+}
+
+// A run started here and finished by another engine is still found: the
+// insertion only replaces the first read, the next read comes within the
+// poll interval, and nothing this engine knows is returned as news.
+func TestAwaitAfterStartSeesACommitOfAnotherEngine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	starter := manual(t, h, k, func(c *engine.Config) { c.AwaitPollInterval = 20 * time.Millisecond })
+	finisher := manual(t, h, k)
+	ctx := context.Background()
+
+	r := saveAndStart(t, starter.Client, build(t, interruptReview()), nil)
+	_, err := finisher.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	waiting, err := starter.AwaitRun(ctx, r.ID, awaitLimit)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusWaiting, waiting.Status, "parked by the other engine")
+
+	// Started and resumed here, then driven to its end by the other engine.
+	r = saveAndStart(t, starter.Client, build(t, interruptReview()), nil)
+	_, err = starter.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	parked := await(t, starter.Client, r.ID)
+	require.Equal(t, run.StatusWaiting, parked.Status)
+	var id string
+	for id = range parked.Interrupts {
+	}
+	_, err = starter.ResolveInterrupt(ctx, r.ID, id, "approved")
+	require.NoError(t, err)
+	_, err = finisher.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	done := await(t, starter.Client, r.ID)
+	assert.Equal(t, run.StatusDone, done.Status, "not the park this engine committed")
+}
