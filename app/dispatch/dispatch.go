@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docketgo/docket/app/internal/stack"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
 )
@@ -488,6 +489,7 @@ func resultOf(err error) string {
 // free (the drive then counts as finishing until it ends). A panic that
 // escapes the vehicle leaves the claim to expire.
 func (d *Dispatcher) run(lease ports.Lease) {
+	stack.Grow()
 	finishing := false // only this goroutine reads or writes it
 	defer func() {
 		if !finishing {

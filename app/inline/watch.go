@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/app/internal/stack"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/superstep"
 )
@@ -187,31 +188,9 @@ func (v *drive) recycle() {
 
 // runFresh is run on a new drive goroutine.
 func (v *drive) runFresh(resumed *superstep.Result) {
-	growStack()
+	stack.Grow()
 	v.run(resumed)
 }
-
-// driveStackPad is the stack room growStack claims: enough for the deepest
-// path of a superstep (plan, settle, barrier, propose) on a 16 KiB stack.
-const driveStackPad = 12 << 10
-
-// growStack gives the calling goroutine a stack of driveStackPad bytes and
-// more before the loop needs it. A goroutine starts with a small stack that
-// doubles each time a call overflows it, and every doubling copies every
-// frame on it: the settle path overflows it three times per run, each time
-// at its full depth. One frame of driveStackPad bytes makes the runtime
-// grow the stack to fit it at once while only this frame is on it.
-//
-//go:noinline
-func growStack() {
-	var pad [driveStackPad]byte
-	touchStack(pad[:])
-}
-
-// touchStack keeps growStack's frame from being optimized away.
-//
-//go:noinline
-func touchStack([]byte) {}
 
 // run is a drive goroutine: it settles a superstep whose direct attempt the
 // watchdog settled (resumed), then loops. Its last word goes to the
