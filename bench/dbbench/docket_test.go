@@ -15,6 +15,16 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// peerDatabase is a fresh database for one peer's run and a context that
+// bounds the test.
+func peerDatabase(t *testing.T) (context.Context, *pgtest.Database, *dbbench.Database) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	pg := pgtest.New(t)
+	return ctx, pg, &dbbench.Database{Name: pg.Name, URL: pg.URL}
+}
+
 // A drained database passes every gate; a planted double commit of a
 // terminal moment, or a miscounted drain, fails them.
 func TestInvariantGatesPassAfterADrainAndCatchAPlantedDoubleCommit(t *testing.T) {
