@@ -38,6 +38,9 @@ type parser struct {
 	i   int
 	err error
 	buf []byte // scratch for strings with escapes
+	// members holds the members of the objects being parsed, innermost
+	// last.
+	members []member
 }
 
 func (p *parser) fail(format string, args ...any) {
@@ -101,12 +104,15 @@ func (p *parser) literal(word string, v any) any {
 
 func (p *parser) object(depth int) any {
 	p.i++ // {
-	m := map[string]any{}
 	p.space()
 	if p.i < len(p.b) && p.b[p.i] == '}' {
 		p.i++
-		return m
+		return map[string]any{}
 	}
+	// The members wait on the parser's stack (a nested object's above
+	// them) so the map is made once, at its final size.
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
 	for p.err == nil {
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
@@ -125,11 +131,7 @@ func (p *parser) object(depth int) any {
 		if p.err != nil {
 			return nil
 		}
-		if _, dup := m[k]; dup {
-			p.fail("duplicate key %q", k)
-			return nil
-		}
-		m[k] = v
+		p.members = append(p.members, member{key: k, value: v})
 		p.space()
 		if p.i >= len(p.b) {
 			p.fail("unterminated object")
@@ -140,12 +142,40 @@ func (p *parser) object(depth int) any {
 			p.i++
 		case '}':
 			p.i++
-			return m
+			return p.build(p.members[base:])
 		default:
 			p.fail("want ',' or '}' in an object")
 		}
 	}
 	return nil
+}
+
+// member is one key and value of an object being parsed.
+type member struct {
+	key   string
+	value any
+}
+
+// build makes the map of an object's members; a key given twice is an
+// error.
+func (p *parser) build(members []member) any {
+	m := make(map[string]any, len(members))
+	for _, e := range members {
+		m[e.key] = e.value
+	}
+	if len(m) != len(members) {
+		seen := make(map[string]bool, len(members))
+		for _, e := range members {
+			if seen[e.key] {
+				p.fail("duplicate key %q", e.key)
+				break
+			}
+			seen[e.key] = true
+		}
+		return nil
+	}
+	clear(members) // the stack keeps no value alive
+	return m
 }
 
 func (p *parser) array(depth int) any {
