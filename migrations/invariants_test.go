@@ -215,8 +215,9 @@ func TestUnfinishedCountTracksNonTerminalRuns(t *testing.T) {
 	assert.Equal(t, int64(-1), f.unfinished("tenant-empty"), "an empty partition leaves with its membership")
 }
 
-// After any sequence of inserts, status changes and deletes across scopes,
-// every scope's unfinished_count equals its count of non-terminal runs.
+// After any sequence of inserts, status changes (of one run, or of several
+// runs across scopes in one statement) and deletes, every scope's
+// unfinished_count equals its count of non-terminal runs.
 func TestUnfinishedCountMatchesTheRunsUnderAnyHistory(t *testing.T) {
 	t.Parallel()
 	conn, schema := migratedSchema(t, 0)
@@ -233,13 +234,18 @@ func TestUnfinishedCountMatchesTheRunsUnderAnyHistory(t *testing.T) {
 
 		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
 		for step := range steps {
-			switch op := rapid.IntRange(0, 2).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0 || len(runs) == 0:
 				runID := fmt.Sprintf("run-%d", step)
 				f.insertRun(runID, rapid.SampledFrom(scopes).Draw(rt, "scope"), rapid.SampledFrom(allShapes).Draw(rt, "shape"))
 				runs = append(runs, runID)
 			case op == 1:
 				f.setShape(rapid.SampledFrom(runs).Draw(rt, "run"), rapid.SampledFrom(allShapes).Draw(rt, "shape"))
+			case op == 2:
+				// One statement moves several runs, of any scopes, to one shape.
+				some := rapid.SliceOfNDistinct(rapid.SampledFrom(runs), 1, len(runs), rapid.ID[string]).Draw(rt, "runs")
+				f.exec(`UPDATE `+f.table("docket_runs")+` SET `+shapeSet[rapid.SampledFrom(allShapes).Draw(rt, "shape")]+
+					` WHERE run_id = ANY($1)`, some)
 			default:
 				i := rapid.IntRange(0, len(runs)-1).Draw(rt, "delete")
 				f.exec(`DELETE FROM `+f.table("docket_runs")+` WHERE run_id = $1`, runs[i])

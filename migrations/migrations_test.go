@@ -44,7 +44,7 @@ var (
 	wantTriggers = []string{
 		"docket_claim_schedule_delete_guard", "docket_claim_schedule_guard", "docket_claim_schedule_partition_insert",
 		"docket_claim_schedule_run_activity", "docket_claim_schedule_run_delete",
-		"docket_claim_schedule_run_insert", "docket_claim_schedule_run_truncate_guard",
+		"docket_claim_schedule_run_insert", "docket_claim_schedule_run_owner", "docket_claim_schedule_run_truncate_guard",
 		"docket_claim_schedule_truncate_guard",
 	}
 	wantFunctions = []string{

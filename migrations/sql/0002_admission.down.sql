@@ -4,6 +4,7 @@
 
 DROP TRIGGER docket_claim_schedule_run_truncate_guard ON {{.Schema}}.docket_runs;
 DROP TRIGGER docket_claim_schedule_run_delete ON {{.Schema}}.docket_runs;
+DROP TRIGGER docket_claim_schedule_run_owner ON {{.Schema}}.docket_runs;
 DROP TRIGGER docket_claim_schedule_run_activity ON {{.Schema}}.docket_runs;
 DROP TRIGGER docket_claim_schedule_run_insert ON {{.Schema}}.docket_runs;
 DROP FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();

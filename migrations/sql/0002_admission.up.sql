@@ -166,15 +166,18 @@ ON CONFLICT (scope_key) DO NOTHING;
 -- refuses what would make it unknowable: TRUNCATE, ownership changes,
 -- runs without a membership row, and underflow.
 --
--- Insertions and deletions are counted per statement (transition
--- tables): a batch of started runs, or a prune pass, changes each scope's
--- row once. Updates are counted per row, but the trigger's WHEN clause
--- lets only a run that opens, closes or changes owner reach the function,
--- so claims, refreshes, releases and mid-run commits never touch the
--- schedule. Either way the trigger runs at the end of the statement, after
--- the statement has taken all its run row locks: the schedule row, the one
--- row every writer of a scope shares, is locked last and held only from
--- there to commit, and scopes are visited in scope_key order.
+-- Insertions, updates and deletions are counted per statement (transition
+-- tables): a batch of started runs, a batch of closing commits or a prune
+-- pass changes each scope's row once, and a statement that opens or closes
+-- no run (claims, refreshes, releases, mid-run commits) changes none.
+-- Counting an update per row instead would update the scope's row once per
+-- closing run, and each such update walks the chain of that row's earlier
+-- versions in the same transaction: quadratic in the batch. Owner changes
+-- are refused per row (a WHEN clause passes only those). The counting
+-- trigger runs at the end of the statement, after the statement has taken
+-- all its run row locks: the schedule row, the one row every writer of a
+-- scope shares, is locked last and held only from there to commit, and
+-- scopes are visited in scope_key order.
 CREATE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -193,31 +196,24 @@ BEGIN
     END IF;
 
     IF TG_LEVEL = 'ROW' THEN
-        -- An update whose owner or openness changed (the WHEN clause).
-        IF NEW.scope_key IS DISTINCT FROM OLD.scope_key THEN
-            RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
-                USING ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        IF NEW.status IN ('done', 'failed', 'cancelled') THEN
-            UPDATE {{.Schema}}.docket_claim_schedule
-            SET unfinished_count = unfinished_count - 1,
-                updated_at = CURRENT_TIMESTAMP
-            WHERE scope_key = NEW.scope_key AND unfinished_count > 0;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'docket_claim_schedule unfinished_count underflow for scope %', NEW.scope_key
-                    USING ERRCODE = 'check_violation';
-            END IF;
-        ELSE
-            UPDATE {{.Schema}}.docket_claim_schedule
-            SET unfinished_count = unfinished_count + 1,
-                updated_at = CURRENT_TIMESTAMP
-            WHERE scope_key = NEW.scope_key;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'no docket_claim_schedule membership for scope %: insert its docket_claim_partitions row first', NEW.scope_key
-                    USING ERRCODE = 'foreign_key_violation';
-            END IF;
-        END IF;
-        RETURN NULL;
+        -- An update that changes a run's owner (the WHEN clause).
+        RAISE EXCEPTION 'the owner (tenant_id) of docket run % is immutable', OLD.run_id
+            USING ERRCODE = 'integrity_constraint_violation';
+    ELSIF TG_OP = 'UPDATE' THEN
+        -- Owners are immutable (the row trigger above), so each scope's
+        -- change is its open runs after the statement less those before.
+        SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
+        INTO scopes, deltas
+        FROM (SELECT x.scope_key, sum(x.delta)::bigint AS delta
+              FROM (SELECT n.scope_key, 1 AS delta
+                    FROM new_runs AS n
+                    WHERE n.status NOT IN ('done', 'failed', 'cancelled')
+                    UNION ALL
+                    SELECT o.scope_key, -1
+                    FROM old_runs AS o
+                    WHERE o.status NOT IN ('done', 'failed', 'cancelled')) AS x
+              GROUP BY x.scope_key
+              HAVING sum(x.delta) <> 0) AS c;
     ELSIF TG_OP = 'INSERT' THEN
         SELECT array_agg(c.scope_key ORDER BY c.scope_key), array_agg(c.delta ORDER BY c.scope_key)
         INTO scopes, deltas
@@ -260,10 +256,15 @@ CREATE TRIGGER docket_claim_schedule_run_insert
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
 CREATE TRIGGER docket_claim_schedule_run_activity
-    AFTER UPDATE OF status, tenant_id ON {{.Schema}}.docket_runs
+    AFTER UPDATE ON {{.Schema}}.docket_runs
+    REFERENCING OLD TABLE AS old_runs NEW TABLE AS new_runs
+    FOR EACH STATEMENT
+    EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
+
+CREATE TRIGGER docket_claim_schedule_run_owner
+    AFTER UPDATE OF tenant_id ON {{.Schema}}.docket_runs
     FOR EACH ROW
-    WHEN (OLD.tenant_id IS DISTINCT FROM NEW.tenant_id
-          OR (OLD.status IN ('done', 'failed', 'cancelled')) IS DISTINCT FROM (NEW.status IN ('done', 'failed', 'cancelled')))
+    WHEN (OLD.tenant_id IS DISTINCT FROM NEW.tenant_id)
     EXECUTE FUNCTION {{.Schema}}.docket_claim_schedule_activity_v1();
 
 CREATE TRIGGER docket_claim_schedule_run_delete
