@@ -78,7 +78,7 @@ func (w *chainWorker) Work(ctx context.Context, job *river.Job[chainArgs]) error
 func RiverDrain(ctx context.Context, db *Database, jobs, concurrency int, limit time.Duration) (DrainResult, error) {
 	return riverRun(ctx, db, concurrency, limit, jobs, jobs, func(workers *river.Workers, _ *pgxpool.Pool, worked *atomic.Int64) {
 		river.AddWorker(workers, &noopWorker{worked: worked})
-	}, func() river.JobArgs { return noopArgs{} })
+	}, noopArgs{})
 }
 
 // RiverChain is the chain counterpart of RiverDrain: chains first-step jobs
@@ -89,16 +89,16 @@ func RiverDrain(ctx context.Context, db *Database, jobs, concurrency int, limit 
 func RiverChain(ctx context.Context, db *Database, chains, steps, concurrency int, limit time.Duration) (DrainResult, error) {
 	return riverRun(ctx, db, concurrency, limit, chains, chains*steps, func(workers *river.Workers, pool *pgxpool.Pool, worked *atomic.Int64) {
 		river.AddWorker(workers, &chainWorker{pool: pool, steps: steps, worked: worked})
-	}, func() river.JobArgs { return chainArgs{} })
+	}, chainArgs{})
 }
 
 // riverRun migrates River into db, registers its workers, inserts insert
-// jobs built by first (untimed), starts a client with concurrency workers
+// jobs of args first (untimed), starts a client with concurrency workers
 // and times until want jobs are recorded completed; limit bounds the run.
 // River is tuned for throughput (1 ms fetch cooldown, 50 ms poll), as a
 // benchmark of its ceiling should be.
 func riverRun(ctx context.Context, db *Database, concurrency int, limit time.Duration, insert, want int,
-	register func(*river.Workers, *pgxpool.Pool, *atomic.Int64), first func() river.JobArgs) (DrainResult, error) {
+	register func(*river.Workers, *pgxpool.Pool, *atomic.Int64), first river.JobArgs) (DrainResult, error) {
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		return DrainResult{}, err
@@ -136,7 +136,7 @@ func riverRun(ctx context.Context, db *Database, concurrency int, limit time.Dur
 	for inserted := 0; inserted < insert; inserted += len(params) {
 		params = params[:0]
 		for range min(batch, insert-inserted) {
-			params = append(params, river.InsertManyParams{Args: first()})
+			params = append(params, river.InsertManyParams{Args: first})
 		}
 		if _, err := client.InsertManyFast(ctx, params); err != nil {
 			return DrainResult{}, fmt.Errorf("river insert: %w", err)

@@ -137,14 +137,10 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		docket := &series{scenario: scenario, system: SystemDocket, unit: "runs/s", measure: func() outcome {
 			return docketDrain(ctx, fresh, dbbench.ShapeOneStep, p.DB.Jobs, c, 1)
 		}}
-		river := &series{scenario: scenario, system: SystemRiver, unit: "jobs/s", measure: func() (o outcome) {
-			o.err = fresh(fmt.Sprintf("river_c%d", c), func(db *dbbench.Database) error {
-				res, err := dbbench.RiverDrain(ctx, db, p.DB.Jobs, c, 5*time.Minute)
-				o.ops, o.elapsed = res.Jobs, res.Elapsed
-				return err
-			})
-			return o
-		}}
+		river := peerSeries(fresh, scenario, SystemRiver, "jobs/s", fmt.Sprintf("river_c%d", c), func(db *dbbench.Database) (int, time.Duration, error) {
+			res, err := dbbench.RiverDrain(ctx, db, p.DB.Jobs, c, 5*time.Minute)
+			return res.Jobs, res.Elapsed, err
+		})
 		compare(docket, river)
 		record(docket.result(fmt.Sprintf("%s%d immediately-due one-step runs (2 checkpoints each, fused into one commit after the claim); gates: %s",
 			repeatsNote(pairs), p.DB.Jobs, docket.gatesSummary())))
@@ -163,14 +159,10 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 			return docketDrain(ctx, fresh, dbbench.ShapeChain10, chainRuns, p.DB.InFlight, 11) // ten supersteps and the completion
 		}}
 		dbos := dbosSeries(ctx, fresh, "db/chain10", p.DB.Workflows/4, 10, p.DB.InFlight)
-		river := &series{scenario: "db/chain10", system: SystemRiver, unit: "job hand-offs/s", measure: func() (o outcome) {
-			o.err = fresh("river_chain10", func(db *dbbench.Database) error {
-				res, err := dbbench.RiverChain(ctx, db, chainRuns, 10, p.DB.InFlight, 5*time.Minute)
-				o.ops, o.elapsed = res.Jobs, res.Elapsed
-				return err
-			})
-			return o
-		}}
+		river := peerSeries(fresh, "db/chain10", SystemRiver, "job hand-offs/s", "river_chain10", func(db *dbbench.Database) (int, time.Duration, error) {
+			res, err := dbbench.RiverChain(ctx, db, chainRuns, 10, p.DB.InFlight, 5*time.Minute)
+			return res.Jobs, res.Elapsed, err
+		})
 		// Docket and DBOS, the goal's pair, stay adjacent in either order.
 		compare(docket, dbos, river)
 		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; step commits/s; gates: %s",
@@ -197,14 +189,10 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		docket := &series{scenario: "db/fanout8", system: SystemDocket, unit: "runs/s", measure: func() outcome {
 			return docketDrain(ctx, fresh, dbbench.ShapeFanOut8, chainRuns, p.DB.InFlight, 1)
 		}}
-		dbos := &series{scenario: "db/fanout8", system: SystemDBOS, unit: "workflows/s", measure: func() (o outcome) {
-			o.err = fresh("dbos_fanout8", func(db *dbbench.Database) error {
-				res, err := dbbench.DBOSFanOut(ctx, db, p.DB.Workflows/4, 8, p.DB.InFlight, 5*time.Minute)
-				o.ops, o.elapsed = res.Workflows, res.Elapsed
-				return err
-			})
-			return o
-		}}
+		dbos := peerSeries(fresh, "db/fanout8", SystemDBOS, "workflows/s", "dbos_fanout8", func(db *dbbench.Database) (int, time.Duration, error) {
+			res, err := dbbench.DBOSFanOut(ctx, db, p.DB.Workflows/4, 8, p.DB.InFlight, 5*time.Minute)
+			return res.Workflows, res.Elapsed, err
+		})
 		compare(docket, dbos)
 		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; runs/s (3 step commits each); gates: %s",
 			repeatsNote(pairs), chainRuns, p.DB.InFlight, docket.gatesSummary())))
@@ -438,6 +426,20 @@ func docketDrain(ctx context.Context, fresh func(string, func(*dbbench.Database)
 		return nil
 	})
 	return o
+}
+
+// peerSeries is a peer's throughput series: each run measures in a fresh
+// database named name, and measure reports how many operations it
+// completed and in how long.
+func peerSeries(fresh func(string, func(*dbbench.Database) error) error, scenario, system, unit, name string,
+	measure func(*dbbench.Database) (int, time.Duration, error)) *series {
+	return &series{scenario: scenario, system: system, unit: unit, measure: func() (o outcome) {
+		o.err = fresh(name, func(db *dbbench.Database) (err error) {
+			o.ops, o.elapsed, err = measure(db)
+			return err
+		})
+		return o
+	}}
 }
 
 // dbosSeries runs DBOS Transact in a fresh database: workflows workflows
