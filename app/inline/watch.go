@@ -13,14 +13,14 @@ import (
 	"github.com/docketgo/docket/domain/superstep"
 )
 
-// A call that can execute at most one node (StepInline, a one-node graph)
-// runs the loop on the caller's goroutine and each attempt on its own, as
-// the executor does. Otherwise the loop runs on a drive goroutine and the
-// caller's goroutine watches it.
+// The loop runs on a drive goroutine and the caller's goroutine watches it.
 // A superstep of one activation calls its node on the drive goroutine
 // itself (executor.Direct), so a chain hands over to another goroutine once
 // per call rather than once per attempt; a superstep of several activations
-// goes through executor.Execute, one goroutine per attempt.
+// goes through executor.Execute, one goroutine per attempt. Even a call
+// that can execute only one node (StepInline, a one-node graph) is cheaper
+// this way: a direct attempt needs neither the executor's batch nor its
+// deadline timer.
 //
 // The watchdog keeps what the executor guarantees for a direct attempt:
 // when its deadline passes, the caller gives up, or its node calls
@@ -37,20 +37,15 @@ import (
 // (Abandon under mu, which the goroutine held when it published the
 // attempt).
 type drive struct {
-	d    *driver
-	ctx  context.Context
-	once bool // StepInline: stop after the first transition
-	// direct says single activations run on the drive goroutine; without
-	// it the loop runs on the caller's goroutine and every attempt on its
-	// own (executor.Execute), as a call that can execute at most one node
-	// gains nothing from the drive goroutine.
-	direct bool
-	r      *run.Run
-	steps  int
-	floor  time.Time
-	err    error
-	step   superstep.Step      // the superstep of the running direct attempt
-	one    [1]superstep.Result // a direct attempt's results, without a slice each
+	d     *driver
+	ctx   context.Context
+	once  bool // StepInline: stop after the first transition
+	r     *run.Run
+	steps int
+	floor time.Time
+	err   error
+	step  superstep.Step      // the superstep of the running direct attempt
+	one   [1]superstep.Result // a direct attempt's results, without a slice each
 
 	mu        sync.Mutex
 	current   *executor.Direct // the direct attempt being called, nil when none
@@ -96,17 +91,7 @@ var drives = sync.Pool{New: func() any {
 func (d *driver) watch(ctx context.Context, r *run.Run, once bool) (*run.Run, error) {
 	v := drives.Get().(*drive)
 	v.d, v.ctx, v.once, v.r = d, ctx, once, r
-	v.direct = !once && len(d.g.Nodes) > 1
 	defer v.recycle()
-	if !v.direct {
-		// On this goroutine: a runtime.Goexit in the runner's own code
-		// ends the caller's goroutine here, a panic is raised again here.
-		v.run(nil)
-		if ev := <-v.events; ev.kind == drivePanicked {
-			panic(ev.panic)
-		}
-		return v.r, v.err
-	}
 	go v.runFresh(nil)
 
 	v.timer.Reset(d.watchEvery)
@@ -257,7 +242,7 @@ func (v *drive) account(next *run.Run, outcome tickOutcome, floor time.Time, err
 // execute runs the activations of step: a single one directly on this
 // goroutine under the watchdog, several through the executor.
 func (v *drive) execute(step superstep.Step, attempt **executor.Direct) ([]superstep.Result, error) {
-	if len(step.Activations) != 1 || !v.direct {
+	if len(step.Activations) != 1 {
 		return v.d.exec.Execute(v.ctx, v.r.ID, step.Activations)
 	}
 	if err := v.ctx.Err(); err != nil {
