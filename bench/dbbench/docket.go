@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/reducer"
 	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/ports"
@@ -29,6 +31,10 @@ const (
 	ShapeOneStep = "one-step"
 	ShapeChain10 = "chain10"
 	ShapeFanOut8 = "fanout8"
+	// ShapeHistory10 is a 10-node chain whose nodes each append one
+	// message of about 8 KB of prose to a list: the growing history of an
+	// agent session, rewritten with the run document at every commit.
+	ShapeHistory10 = "history10"
 )
 
 // DocketGraph is the graph of a durable scenario: every node writes its own
@@ -62,19 +68,65 @@ func DocketGraph(shape string) (*graph.Graph, int, error) {
 			Join("e_join", branches, "join").Edge("e_finish", "join", graph.Finish).Output("out", "join")
 		g, err := b.Build()
 		return g, 2, err
+	case ShapeHistory10:
+		b.State(historyField, schema.List(schema.String()), graph.Reducer(reducer.Append, nil))
+		prev := graph.Start
+		for i := range 10 {
+			id := fmt.Sprintf("n%02d", i)
+			b.Node(id, sayRef, graph.Config(map[string]any{"message": int64(i)})).Edge("e_"+id, prev, id)
+			prev = id
+		}
+		b.Edge("e_finish", prev, graph.Finish).Output("out", historyField)
+		g, err := b.Build()
+		return g, 10, err
 	}
 	return nil, 0, fmt.Errorf("unknown shape %q", shape)
 }
 
-const noopRef = "bench.noop"
+const (
+	noopRef      = "bench.noop"
+	sayRef       = "bench.say"
+	historyField = "history"
+)
 
 func registry() *node.Registry {
 	return node.NewRegistry().MustRegister(noopRef, node.New(
 		schema.Object(map[string]*schema.Schema{"field": schema.String().AsRequired()}),
 		func(_ context.Context, in node.Input) (node.Output, error) {
 			return node.Update(map[string]any{in.Config["field"].(string): "v"}), nil
+		})).MustRegister(sayRef, node.New(
+		schema.Object(map[string]*schema.Schema{"message": schema.Integer().AsRequired()}),
+		func(_ context.Context, in node.Input) (node.Output, error) {
+			return node.Update(map[string]any{historyField: []any{Message(int(in.Config["message"].(int64)))}}), nil
 		}))
 }
+
+// MessageBytes is the length of every Message.
+const MessageBytes = 8 << 10
+
+// messages are the history10 nodes' messages, built once.
+var messages = func() [10]string {
+	words := strings.Fields(`the model reads the request and plans a tool call before it answers with
+		a summary of the results it found in the documents the user attached earlier in this session
+		while the search returned three pages of matches for the query about invoices and quarterly
+		revenue so the assistant compares them and asks whether the totals should include taxes`)
+	var out [10]string
+	seed := uint32(1)
+	for i := range out {
+		var b strings.Builder
+		for b.Len() < MessageBytes {
+			seed = seed*1664525 + 1013904223 // a fixed pseudo-random walk: the same text every run
+			b.WriteString(words[int(seed>>16)%len(words)])
+			b.WriteByte(' ')
+		}
+		out[i] = b.String()[:MessageBytes]
+	}
+	return out
+}()
+
+// Message is the text the i-th history10 node appends: MessageBytes of
+// prose-like words, different for every node.
+func Message(i int) string { return messages[i%len(messages)] }
 
 // Docket is one engine on a migrated fresh database.
 type Docket struct {

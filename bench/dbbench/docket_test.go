@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketgo/docket/bench/dbbench"
 	"github.com/docketgo/docket/pgtest"
+	"github.com/docketgo/docket/ports"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -62,7 +63,7 @@ FROM `+events+` e WHERE type = 'run_completed' ORDER BY run_id LIMIT 1`)
 
 func TestDocketGraphsCompileForEveryShape(t *testing.T) {
 	t.Parallel()
-	for shape, steps := range map[string]int{dbbench.ShapeOneStep: 1, dbbench.ShapeChain10: 10, dbbench.ShapeFanOut8: 2} {
+	for shape, steps := range map[string]int{dbbench.ShapeOneStep: 1, dbbench.ShapeChain10: 10, dbbench.ShapeFanOut8: 2, dbbench.ShapeHistory10: 10} {
 		g, n, err := dbbench.DocketGraph(shape)
 		require.NoError(t, err, shape)
 		assert.NotNil(t, g)
@@ -70,4 +71,36 @@ func TestDocketGraphsCompileForEveryShape(t *testing.T) {
 	}
 	_, _, err := dbbench.DocketGraph("ring")
 	assert.Error(t, err)
+}
+
+// A history10 run ends with every node's message in its history, in node
+// order: the state the scenario commits really grows by a message a step.
+func TestHistoryRunsAccumulateEveryMessage(t *testing.T) {
+	t.Parallel()
+	ctx, _, db := peerDatabase(t)
+	d, err := dbbench.OpenDocket(ctx, db, dbbench.DocketOptions{Shape: dbbench.ShapeHistory10, Concurrency: 2, PollOnly: true, PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close(context.Background()) })
+
+	require.NoError(t, d.StartRuns(ctx, 2))
+	res, err := d.Drain(ctx, 2, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Jobs)
+	require.NoError(t, dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, 2))
+
+	page, err := d.Engine.ListRuns(ctx, ports.ListRunsParams{})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 2)
+	for _, summary := range page.Runs {
+		r, err := d.Engine.FetchRun(ctx, summary.RunID)
+		require.NoError(t, err)
+		history, ok := r.Output["out"].([]any)
+		require.True(t, ok, "out is the history list, got %T", r.Output["out"])
+		require.Len(t, history, 10)
+		for i, m := range history {
+			assert.Equal(t, dbbench.Message(i), m, "message %d", i)
+			assert.Len(t, m, dbbench.MessageBytes)
+		}
+		assert.NotEqual(t, history[0], history[1], "every node says something different")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/bench/dbbench"
@@ -26,6 +27,7 @@ func main() {
 	spanStats := flag.Bool("spans", false, "record engine spans during the drain and print their durations")
 	sqlSpans := flag.Bool("sql", false, "with -latency, also break down the statements (adds tracing cost)")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
+	schemaSQL := flag.String("schema-sql", "", "run this SQL file ({schema} is the engine's schema) after migrating: what-if storage shapes, never a supported schema")
 	flag.Parse()
 	ctx := context.Background()
 	srv, err := dbbench.Open(ctx)
@@ -50,6 +52,15 @@ func main() {
 	d, err := dbbench.OpenDocket(ctx, db, opts)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *schemaSQL != "" {
+		sql, err := os.ReadFile(*schemaSQL)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := d.Pool.Exec(ctx, strings.ReplaceAll(string(sql), "{schema}", dbbench.DocketSchema)); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *lat > 0 {
 		if err := latency(ctx, d, spans, *lat); err != nil {
