@@ -161,6 +161,9 @@ func TestWireArgsMatchPgxOnGeneratedValues(t *testing.T) {
 			rt.Fatal("encodeWire refused supported arguments")
 		}
 		defer w.release()
+		if n := encodedSize(args); n < len(w.buf) {
+			rt.Fatalf("encodedSize %d is below the %d bytes encoded: the buffer would regrow", n, len(w.buf))
+		}
 		var eqb pgx.ExtendedQueryBuilder
 		if err := eqb.Build(pgtype.NewMap(), &pgconn.StatementDescription{ParamOIDs: oids}, args); err != nil {
 			rt.Fatal(err)

@@ -50,7 +50,7 @@ func encodeWire(args []any, oids []uint32) (*wireArgs, bool) {
 		return nil, false
 	}
 	w := wireArgsPool.Get().(*wireArgs)
-	w.buf, w.start, w.end = w.buf[:0], w.start[:0], w.end[:0]
+	w.buf, w.start, w.end = slices.Grow(w.buf[:0], encodedSize(args)), w.start[:0], w.end[:0]
 	for i, a := range args {
 		if !w.add(a, oids[i]) {
 			w.release()
@@ -118,6 +118,48 @@ func (w *wireArgs) add(a any, oid uint32) bool {
 		return false
 	}
 	return true
+}
+
+// encodedSize is about how many bytes args take encoded: their text and
+// bytes in full (documents, payloads) plus a word per element for the
+// rest. The buffer is grown to it once, so a batch of large run documents
+// is not regrown by doubling, copy after copy.
+func encodedSize(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []string:
+			for _, x := range v {
+				n += 4 + len(x)
+			}
+		case pgtype.FlatArray[*string]:
+			for _, x := range v {
+				if x != nil {
+					n += 4 + len(*x)
+				}
+			}
+		case pgtype.FlatArray[[]byte]:
+			for _, x := range v {
+				n += 4 + len(x)
+			}
+		case []int32:
+			n += 8 * len(v)
+		case []int64:
+			n += 12 * len(v)
+		case []time.Time:
+			n += 12 * len(v)
+		case pgtype.FlatArray[*time.Time]:
+			n += 12 * len(v)
+		case []bool:
+			n += 5 * len(v)
+		case tokenArray:
+			n += 20 * len(v)
+		}
+		n += 24 // an array header, a scalar
+	}
+	return n
 }
 
 // value records buf, whose tail since the last value is the next one.

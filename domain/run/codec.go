@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -49,12 +50,18 @@ func Encode(r *Run) ([]byte, error) {
 // it writes the same bytes without validating the run a second time. A
 // value that is not portable still fails.
 func EncodeValidated(r *Run) ([]byte, error) {
-	w := writer{b: make([]byte, 0, 2048)}
+	// The document is written into a pooled buffer and copied out once at
+	// its final size: a state holding a long history would otherwise be
+	// regrown from a few kilobytes, copy after copy, on every commit.
+	scratch := value.GetScratch()
+	defer scratch.Release()
+	w := writer{b: scratch.B}
 	w.run(r)
+	scratch.B = w.b
 	if w.err != nil {
 		return nil, w.err
 	}
-	return w.b, nil
+	return bytes.Clone(w.b), nil
 }
 
 // writer emits canonical JSON for an already validated run, appending to a
@@ -76,7 +83,7 @@ func (w *writer) key(first bool, k string) {
 	w.b = append(w.b, ':')
 }
 
-func (w *writer) str(s string) { w.b = appendString(w.b, s) }
+func (w *writer) str(s string) { w.b = value.AppendString(w.b, s) }
 
 func (w *writer) optStr(s string) {
 	if s == "" {
@@ -379,57 +386,6 @@ func (w *writer) timer(t Timer) {
 	w.key(false, "kind")
 	w.str(t.Kind)
 	w.b = append(w.b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a canonical JSON string: only '"', '\\' and
-// control characters are escaped (with the short forms where JSON has
-// them), and invalid UTF-8 becomes U+FFFD, exactly as value.Canonical does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			if c < 0x20 {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			} else {
-				b = append(b, `\ufffd`...) // invalid UTF-8 byte
-			}
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // canonicalKeys returns m's keys in the order canonical JSON sorts object

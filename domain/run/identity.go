@@ -1,11 +1,9 @@
 package run
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"sync"
 
 	"github.com/docketgo/docket/domain/value"
 )
@@ -28,29 +26,17 @@ func IdempotencyKey(taskID string, attempt int) string {
 // snapshot hashes like an empty one. A snapshot that is not a portable value
 // has no canonical form and yields "", which no valid task carries.
 func InputHash(snapshot map[string]any) string {
-	buf := hashBuffers.Get().(*bytes.Buffer)
-	defer putHashBuffer(buf)
-	buf.Reset()
-	if err := value.AppendCanonical(buf, snapshot); err != nil {
+	scratch := value.GetScratch()
+	defer scratch.Release()
+	b, err := value.AppendCanonical(scratch.B, snapshot)
+	scratch.B = b
+	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(buf.Bytes())
+	sum := sha256.Sum256(b)
 	var text [2 * sha256.Size]byte
 	hex.Encode(text[:], sum[:])
 	return string(text[:])
-}
-
-// hashBuffers recycles the canonical encodings InputHash hashes: every
-// planned superstep hashes its state view, and the bytes die right after.
-var hashBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledHashBuffer keeps one huge snapshot from pinning its buffer.
-const maxPooledHashBuffer = 64 << 10
-
-func putHashBuffer(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledHashBuffer {
-		hashBuffers.Put(buf)
-	}
 }
 
 // IDFromRandom formats eight random bytes as prefix + 16 lowercase hex

@@ -1,10 +1,8 @@
 package superstep
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/docketgo/docket/domain/run"
@@ -38,10 +36,9 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 	}
 	// The view and its encoding are built in one pass over the slots.
 	values, versions := idx.unwrittenView()
-	buf := viewBuffers.Get().(*bytes.Buffer)
-	defer putViewBuffer(buf)
-	buf.Reset()
-	buf.WriteByte('{')
+	scratch := value.GetScratch()
+	defer scratch.Release()
+	buf := append(scratch.B, '{')
 	portable := true
 	for i := range idx.slots {
 		s := &idx.slots[i]
@@ -59,29 +56,25 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		if !portable {
 			continue
 		}
-		if buf.Len() > 1 {
-			buf.WriteByte(',')
+		if len(buf) > 1 {
+			buf = append(buf, ',')
 		}
-		buf.Write(s.keyJSON)
-		if err := value.AppendCanonical(buf, v); err != nil {
+		buf = append(buf, s.keyJSON...)
+		var err error
+		if buf, err = value.AppendCanonical(buf, v); err != nil {
 			portable = false
 		}
 	}
+	if portable {
+		buf = append(buf, '}')
+	}
+	scratch.B = buf
 	v := plannedView{values: values, versions: versions, portable: portable}
 	if portable {
-		buf.WriteByte('}')
-		sum := sha256.Sum256(buf.Bytes())
+		sum := sha256.Sum256(buf)
 		hex.Encode(v.hash[:], sum[:])
 	}
 	return v
-}
-
-var viewBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putViewBuffer(buf *bytes.Buffer) {
-	if buf.Cap() <= 64<<10 {
-		viewBuffers.Put(buf)
-	}
 }
 
 // inCanonicalOrder reports whether slots sorted by byte order of their

@@ -236,10 +236,9 @@ func TestCanonicalMatchesTheReferenceEncoderOnAnyValue(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
 
-		var buf bytes.Buffer
-		buf.WriteString("prefix:")
-		require.NoError(t, value.AppendCanonical(&buf, v))
-		assert.Equal(t, "prefix:"+string(want), buf.String(), "AppendCanonical appends")
+		appended, err := value.AppendCanonical([]byte("prefix:"), v)
+		require.NoError(t, err)
+		assert.Equal(t, "prefix:"+string(want), string(appended), "AppendCanonical appends")
 	})
 }
 
@@ -260,11 +259,10 @@ func TestFormatFloatMatchesTheReferenceFormatting(t *testing.T) {
 
 func TestAppendCanonicalLeavesTheBufferUnchangedOnError(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	buf.WriteString("kept")
-	err := value.AppendCanonical(&buf, map[string]any{"a": []any{1.5, math.NaN()}})
+	kept := []byte("kept")
+	got, err := value.AppendCanonical(kept, map[string]any{"a": []any{1.5, math.NaN()}})
 	require.ErrorIs(t, err, value.ErrNotPortable)
-	assert.Equal(t, "kept", buf.String())
+	assert.Equal(t, "kept", string(got))
 }
 
 func TestCanonicalSortsByUTF16CodeUnits(t *testing.T) {
@@ -287,4 +285,38 @@ func BenchmarkCanonicalSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Long text takes AppendString's eight-bytes-at-a-time path: every byte
+// value, at every offset of a word and next to word boundaries, is
+// escaped exactly as the oracle escapes it.
+func TestAppendStringEscapesEveryByteAtEveryOffset(t *testing.T) {
+	t.Parallel()
+	const plain = "abcdefghijklmnopqrstuvwx" // three words of plain ASCII
+	for b := range 256 {
+		for at := range len(plain) {
+			s := plain[:at] + string([]byte{byte(b)}) + plain[at:]
+			var want bytes.Buffer
+			oracleString(&want, s)
+			got := value.AppendString([]byte("prefix:"), s)
+			if "prefix:"+want.String() != string(got) {
+				t.Fatalf("byte %#x at %d: got %q, want %q", b, at, got, want.String())
+			}
+		}
+	}
+}
+
+func TestAppendStringMatchesTheOracleOnLongText(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		piece := rapid.OneOf(
+			rapid.StringMatching(`[ -~]{0,24}`), // printable ASCII, quote and backslash included
+			awkwardString(),
+			rapid.Map(rapid.Byte(), func(b byte) string { return string([]byte{b}) }),
+		)
+		s := strings.Join(rapid.SliceOfN(piece, 1, 12).Draw(t, "pieces"), "")
+		var want bytes.Buffer
+		oracleString(&want, s)
+		assert.Equal(t, want.String(), string(value.AppendString(nil, s)))
+	})
 }

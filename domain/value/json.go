@@ -83,10 +83,10 @@ func ParseNumber(s string) (any, error) {
 // except that floats always read back as floats (1.0, not 1). Equal values
 // give equal bytes regardless of map iteration order.
 func Canonical(v any) ([]byte, error) {
-	scratch := getScratch()
-	defer putScratch(scratch)
-	b, err := appendCanonical(scratch.b[:0], v)
-	scratch.b = b
+	scratch := GetScratch()
+	defer scratch.Release()
+	b, err := appendCanonical(scratch.B[:0], v)
+	scratch.B = b
 	if err != nil {
 		return nil, err
 	}
@@ -104,30 +104,38 @@ func MustCanonical(v any) []byte {
 	return b
 }
 
-// AppendCanonical writes the canonical encoding of v to buf. On error buf
-// is left unchanged.
-func AppendCanonical(buf *bytes.Buffer, v any) error {
-	b, err := appendCanonical(buf.AvailableBuffer(), v)
+// AppendCanonical appends the canonical encoding of v to dst and returns
+// the extended slice. On error it returns dst unchanged.
+func AppendCanonical(dst []byte, v any) ([]byte, error) {
+	b, err := appendCanonical(dst, v)
 	if err != nil {
-		return err
+		return dst, err
 	}
-	buf.Write(b)
-	return nil
+	return b, nil
 }
 
-// scratch is a reusable encoding buffer. Canonical encodings are computed
-// on every planned superstep (input hashes), so their buffers are pooled.
-type scratch struct{ b []byte }
+// Scratch is a pooled buffer for canonical encodings that die right after
+// use: every planned superstep hashes its state view, and a view holding
+// a long history is tens of kilobytes that would otherwise be grown from
+// nothing, step after step. Take one with GetScratch, append to B, and
+// Release it when its bytes are no longer referenced.
+type Scratch struct{ B []byte }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{b: make([]byte, 0, 512)} }}
+var scratchPool = sync.Pool{New: func() any { return &Scratch{B: make([]byte, 0, 512)} }}
 
-func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+// GetScratch returns an empty pooled buffer.
+func GetScratch() *Scratch {
+	s := scratchPool.Get().(*Scratch)
+	s.B = s.B[:0]
+	return s
+}
 
 // maxPooledScratch keeps one huge document from pinning its buffer.
-const maxPooledScratch = 64 << 10
+const maxPooledScratch = 1 << 20
 
-func putScratch(s *scratch) {
-	if cap(s.b) > maxPooledScratch {
+// Release returns s to the pool; s and its bytes must not be used after.
+func (s *Scratch) Release() {
+	if cap(s.B) > maxPooledScratch {
 		return
 	}
 	scratchPool.Put(s)
@@ -146,7 +154,7 @@ func appendCanonical(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, "false"...), nil
 	case string:
-		return appendString(dst, x), nil
+		return AppendString(dst, x), nil
 	case int64:
 		return strconv.AppendInt(dst, x, 10), nil
 	case int:
@@ -171,7 +179,7 @@ func appendCanonical(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, e)
+			dst = AppendString(dst, e)
 		}
 		return append(dst, ']'), nil
 	case map[string]any:
@@ -199,7 +207,7 @@ func appendObject(dst []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = appendCanonical(dst, m[k]); err != nil {
@@ -290,12 +298,22 @@ func parseExponent(b []byte) int {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string with minimal escaping; invalid
-// UTF-8 bytes become \ufffd.
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s as a canonical JSON string: only '"', '\\' and
+// control characters are escaped (\b \f \n \r \t by name, the rest as
+// \u00XX); other characters, non-ASCII included, are written as they are,
+// and each invalid UTF-8 byte becomes \ufffd.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is pending plain text
 	for i := 0; i < len(s); {
+		// Eight plain ASCII bytes at a time: the long texts of a state
+		// (messages, documents) are mostly that.
+		for i+8 <= len(s) && plainASCII8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -338,6 +356,22 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainASCII8 reports whether the eight bytes of s are all ASCII that a JSON
+// string holds unescaped: none is a control character, '"', '\\' or above
+// 0x7F. The tests are the classic bitwise "has a byte less than n" and "has
+// a zero byte" on one 64-bit word; each is exact as a yes/no answer.
+func plainASCII8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	special := x | // a high bit: non-ASCII
+		(x-ones*0x20) & ^x | // a byte below 0x20
+		(quote-ones) & ^quote |
+		(backslash-ones) & ^backslash
+	return special&highs == 0
 }
 
 // sortUTF16 sorts keys by their UTF-16 code units, as RFC 8785 requires.
