@@ -308,7 +308,8 @@ func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// Eight plain ASCII bytes at a time: the long texts of a state
 		// (messages, documents) are mostly that.
-		for i+8 <= len(s) && plainASCII8(s[i:i+8]) {
+		for i+8 <= len(s) && plainASCII8(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
+			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
 			i += 8
 		}
 		if i >= len(s) {
@@ -358,14 +359,12 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// plainASCII8 reports whether the eight bytes of s are all ASCII that a JSON
+// plainASCII8 reports whether the eight bytes of x are all ASCII that a JSON
 // string holds unescaped: none is a control character, '"', '\\' or above
 // 0x7F. The tests are the classic bitwise "has a byte less than n" and "has
 // a zero byte" on one 64-bit word; each is exact as a yes/no answer.
-func plainASCII8(s string) bool {
+func plainASCII8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
 	special := x | // a high bit: non-ASCII
 		(x-ones*0x20) & ^x | // a byte below 0x20

@@ -1,6 +1,7 @@
 package value_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/docketgo/docket/domain/value"
@@ -125,4 +126,15 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("round trip changed the value: %s", enc)
 		}
 	})
+}
+
+// BenchmarkAppendString encodes 8 KB of plain prose, the bulk of a state
+// that holds a conversation.
+func BenchmarkAppendString(b *testing.B) {
+	text := strings.Repeat("the model reads the request and plans a tool call. ", 160)
+	b.SetBytes(int64(len(text)))
+	buf := make([]byte, 0, 2*len(text))
+	for b.Loop() {
+		buf = value.AppendString(buf[:0], text)
+	}
 }
