@@ -226,9 +226,10 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 		scheds[i], ats[i] = a.sched, a.at
 	}
 	args := []any{ords, runIDs, systems, keys, graphIDs, hashes, started, expected, tokens,
-		statuses, steps, states, seqs, eventSeqs, types, updated, finished, scheds, ats,
+		statuses, steps, seqs, eventSeqs, types, updated, finished, scheds, ats,
 		s.storeNow(), s.schema, eventOrds}
-	return append(args, events.args()...)
+	args = append(args, events.args()...)
+	return append(args, states) // last: see sqlCommitClaimed
 }
 
 // commitOutcome is what Commit returns for one commit of a batch.

@@ -23,12 +23,13 @@ import (
 var claimedParamOIDs = []uint32{
 	pgtype.Int4ArrayOID, pgtype.TextArrayOID, pgtype.BoolArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
 	pgtype.TextArrayOID, pgtype.TimestamptzArrayOID, pgtype.Int8ArrayOID, pgtype.UUIDArrayOID,
-	pgtype.TextArrayOID, pgtype.Int4ArrayOID, pgtype.ByteaArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID,
+	pgtype.TextArrayOID, pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID,
 	pgtype.TextArrayOID, pgtype.TimestamptzArrayOID, pgtype.TimestamptzArrayOID, pgtype.TextArrayOID,
 	pgtype.TimestamptzArrayOID,
 	pgtype.TimestamptzOID, pgtype.TextOID,
 	pgtype.Int4ArrayOID, pgtype.Int8ArrayOID, pgtype.TextArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
 	pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.ByteaArrayOID, pgtype.ByteaArrayOID, pgtype.TimestamptzArrayOID,
+	pgtype.ByteaArrayOID,
 }
 
 // chainBatch is a batch of n claimed commits shaped like a 10-node chain's

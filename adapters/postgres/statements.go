@@ -104,7 +104,7 @@ func renderStatements(schema string) statements {
 
 // Where the eventCTEs parameters start in each commit statement.
 const (
-	commitClaimedFirstEventParam   = 20
+	commitClaimedFirstEventParam   = 19
 	commitUnclaimedFirstEventParam = 13
 	insertRunsFirstEventParam      = 16
 )
@@ -527,17 +527,21 @@ LEFT JOIN (SELECT run_id, count(*) AS n FROM written GROUP BY run_id) AS w ON w.
 //
 // Arrays: $1 ord, $2 run_id, $3 is_system, $4 scope_key, $5 graph_id,
 // $6 graph_hash, $7 started_at, $8 expected seq, $9 token, $10 status,
-// $11 step, $12 state, $13 checkpoint_seq, $14 event_seq, $15 checkpoint
-// type, $16 updated_at, $17 finished_at, $18 schedule kind, $19 at-wake;
-// then the event CTEs from $20: freshEventCTEs on the fast path,
-// eventCTEs (replayable) when that path met a stored event.
+// $11 step, $12 checkpoint_seq, $13 event_seq, $14 checkpoint type,
+// $15 updated_at, $16 finished_at, $17 schedule kind, $18 at-wake; then
+// the event CTEs from $19 (freshEventCTEs on the fast path, eventCTEs,
+// replayable, when that path met a stored event); last, $31 the states.
+// The states come last because they are the bulk of the message: pgx
+// appends the parameters one by one to a buffer that starts small for
+// every statement, and a large parameter followed by others is copied
+// twice (once in, once when the next one overflows the buffer).
 const sqlCommitClaimed = `
 WITH proposed AS MATERIALIZED (
     SELECT *
     FROM unnest($1::integer[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[],
-                $7::timestamptz[], $8::bigint[], $9::uuid[], $10::text[], $11::integer[], $12::bytea[],
-                $13::bigint[], $14::bigint[], $15::text[], $16::timestamptz[], $17::timestamptz[],
-                $18::text[], $19::timestamptz[])
+                $7::timestamptz[], $8::bigint[], $9::uuid[], $10::text[], $11::integer[], $31::bytea[],
+                $12::bigint[], $13::bigint[], $14::text[], $15::timestamptz[], $16::timestamptz[],
+                $17::text[], $18::timestamptz[])
          AS p(ord, run_id, is_system, scope_key, graph_id, graph_hash, started_at, expected_seq, token,
               status, step, state, checkpoint_seq, event_seq, checkpoint_type, updated_at, finished_at,
               sched, at)
