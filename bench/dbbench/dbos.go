@@ -67,6 +67,31 @@ func fanOutWorkflow(c dbos.Context, branches int) (int, error) {
 	return dbos.RunAsStep(c, func(context.Context) (int, error) { return sum, nil })
 }
 
+// historyWorkflow is history10 as DBOS runs it: n steps that each return
+// the next message (checkpointed as the step's output), appended to a
+// history the workflow keeps in memory. It returns how many messages it
+// gathered, each checked against the message Docket's node appends.
+func historyWorkflow(c dbos.Context, n int) (int, error) {
+	history := make([]string, 0, n)
+	for i := range n {
+		m, err := dbos.RunAsStep(c, func(context.Context) (string, error) { return Message(i), nil })
+		if err != nil {
+			return 0, err
+		}
+		if m != Message(i) {
+			return 0, fmt.Errorf("step %d returned %d bytes, not its message", i, len(m))
+		}
+		history = append(history, m)
+	}
+	return len(history), nil
+}
+
+// DBOSHistory is DBOSWorkflows for workflows of steps steps that each
+// return a MessageBytes message (the history10 shape).
+func DBOSHistory(ctx context.Context, db *Database, workflows, steps, inFlight int, limit time.Duration) (WorkflowResult, error) {
+	return dbosRun(ctx, db, historyWorkflow, workflows, steps, steps, inFlight, limit)
+}
+
 // DBOSWorkflows launches DBOS Transact on db and runs workflows workflows
 // of steps no-op steps each, inFlight at a time, each started directly
 // (RunWorkflow) and awaited; limit bounds the whole run.

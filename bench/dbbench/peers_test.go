@@ -55,3 +55,27 @@ func TestDBOSFanOutCheckpointsEveryBranchAndTheJoin(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{branches + 1, branches + 1, branches + 1}, perWorkflow)
 }
+
+// Every step of a DBOS history workflow checkpoints its own message, once.
+func TestDBOSHistoryCheckpointsEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	ctx, pg, db := peerDatabase(t)
+
+	const workflows, steps = 2, 10
+	res, err := dbbench.DBOSHistory(ctx, db, workflows, steps, 2, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, workflows, res.Workflows)
+
+	rows, err := pg.Pool(t).Query(ctx, `SELECT count(*)::int, min(length(output)), max(length(output))
+		FROM dbos.operation_outputs GROUP BY workflow_uuid`)
+	require.NoError(t, err)
+	type perWorkflow struct{ Steps, Shortest, Longest int }
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[perWorkflow])
+	require.NoError(t, err)
+	require.Len(t, got, workflows)
+	for _, w := range got {
+		assert.Equal(t, steps, w.Steps)
+		assert.GreaterOrEqual(t, w.Shortest, dbbench.MessageBytes, "each output holds its message")
+		assert.Less(t, w.Longest, 2*dbbench.MessageBytes, "and only its message")
+	}
+}

@@ -57,6 +57,7 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		for _, s := range []struct{ scenario, system string }{
 			{"db/limit-probe", SystemLimit}, {"db/drain", SystemDocket}, {"db/drain", SystemRiver}, {"db/one-step", SystemDBOS},
 			{"db/chain10", SystemDocket}, {"db/chain10", SystemDBOS}, {"db/chain10", SystemRiver}, {"db/fanout8", SystemDocket}, {"db/fanout8", SystemDBOS},
+			{"db/history10", SystemDocket}, {"db/history10", SystemDBOS},
 			{"db/latency", SystemDocket}, {"db/latency", SystemDBOS}, {ScenarioClaimBacklog, SystemDocket},
 		} {
 			if p.Runs(s.scenario) {
@@ -199,6 +200,26 @@ func RunDB(ctx context.Context, p Profile, rep *harness.Report, logf Logf) error
 		record(dbos.result(fmt.Sprintf("%s%d workflows of 8 no-op steps run beside each other (dbos.Go) and a join step, %d in flight; workflows/s",
 			repeatsNote(pairs), p.DB.Workflows/4, p.DB.InFlight)))
 		rep.ReferenceThroughput("db/fanout8", SystemDocket, SystemDBOS)
+	}
+
+	// A growing agent history: ten steps that each append an 8 KB message.
+	// A Docket commit rewrites the run document, history included; a DBOS
+	// step checkpoints its own message once. Step commits per second.
+	if p.Runs("db/" + dbbench.ShapeHistory10) {
+		historyRuns := max(20, chainRuns/4)
+		docket := &series{scenario: "db/history10", system: SystemDocket, unit: "step commits/s", measure: func() outcome {
+			return docketDrain(ctx, fresh, dbbench.ShapeHistory10, historyRuns, p.DB.InFlight, 11) // ten supersteps and the completion
+		}}
+		dbos := peerSeries(fresh, "db/history10", SystemDBOS, "step checkpoints/s", "dbos_history10", func(db *dbbench.Database) (int, time.Duration, error) {
+			res, err := dbbench.DBOSHistory(ctx, db, historyRuns, 10, p.DB.InFlight, 5*time.Minute)
+			return res.Workflows * res.Steps, res.Elapsed, err
+		})
+		compare(docket, dbos)
+		record(docket.result(fmt.Sprintf("%s%d runs, %d workers; each step appends an %d KB message to a history in the state (80 KB at the end); step commits/s; gates: %s",
+			repeatsNote(pairs), historyRuns, p.DB.InFlight, dbbench.MessageBytes>>10, docket.gatesSummary())))
+		record(dbos.result(fmt.Sprintf("%s%d workflows of 10 steps each returning an %d KB message, %d in flight; step checkpoints/s",
+			repeatsNote(pairs), historyRuns, dbbench.MessageBytes>>10, p.DB.InFlight)))
+		rep.ReferenceThroughput("db/history10", SystemDocket, SystemDBOS)
 	}
 
 	// DBOS one-step workflows in flight (Docket's counterpart is the drain).

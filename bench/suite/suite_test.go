@@ -127,6 +127,8 @@ func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
 		{"db/chain10", suite.SystemRiver, true},
 		{"db/fanout8", suite.SystemDocket, true},
 		{"db/fanout8", suite.SystemDBOS, true},
+		{"db/history10", suite.SystemDocket, true},
+		{"db/history10", suite.SystemDBOS, true},
 		{"db/latency", suite.SystemDocket + "-notify", false},
 		{"db/latency", suite.SystemDocket + "-poll", false},
 		{"db/latency", suite.SystemDBOS, false},
@@ -164,7 +166,8 @@ func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
 		compared[[2]string{c.Scenario, c.Peer}] = c
 	}
 	for _, key := range [][2]string{{"db/drain/c4", suite.SystemRiver}, {"db/drain/best", suite.SystemRiver},
-		{"db/chain10", suite.SystemDBOS}, {"db/chain10", suite.SystemRiver}, {"db/fanout8", suite.SystemDBOS}, {"db/latency", suite.SystemDBOS}} {
+		{"db/chain10", suite.SystemDBOS}, {"db/chain10", suite.SystemRiver}, {"db/fanout8", suite.SystemDBOS},
+		{"db/history10", suite.SystemDBOS}, {"db/latency", suite.SystemDBOS}} {
 		c, ok := compared[key]
 		require.True(t, ok, key)
 		assert.Positive(t, c.TimeRatio, key)
@@ -173,10 +176,11 @@ func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
 		}
 	}
 	assert.Empty(t, compared[[2]string{"db/chain10", suite.SystemRiver}].Goal, "the River chain is for reference")
+	assert.Empty(t, compared[[2]string{"db/history10", suite.SystemDBOS}].Goal, "the history is for reference")
 
 	// The progress lines show the order: the system that went first in
 	// the first run goes second in the second.
-	for _, scenario := range []string{"db/drain/c4", "db/chain10", "db/fanout8", "db/latency"} {
+	for _, scenario := range []string{"db/drain/c4", "db/chain10", "db/fanout8", "db/history10", "db/latency"} {
 		var order [2][]string
 		for _, line := range lines {
 			system, run, ok := parseRunLine(line, scenario)
