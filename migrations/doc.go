@@ -35,5 +35,8 @@
 // CHECK docket_runs_event_seq_check (event_seq >= 0): the run's committed
 // event counter, which the reference keeps only inside its opaque state, so
 // that event pages can report latest_seq without decoding the run. Check
-// verifies it as part of the shape check.
+// verifies it as part of the shape check. The document columns (run state,
+// event payload and metadata, graph) are compressed with lz4 where the
+// server supports it, the server's default elsewhere; readers see the same
+// bytes.
 package migrations
