@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,6 +69,34 @@ func (c *cli) runContext(ctx context.Context, args ...string) result {
 	opts.Terminal = func(io.Writer) bool { return c.terminal }
 	code := Main(ctx, args, IO{In: strings.NewReader(c.stdin), Out: &stdout, Err: &stderr}, opts)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// runUntilOutput runs a command that goes on until interrupted (a follow)
+// and interrupts it, as Ctrl-C would, once it has written its first output:
+// by then it is past its start-up, however slow the machine.
+func (c *cli) runUntilOutput(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	opts := c.opts
+	opts.Getenv = func(k string) string { return c.env[k] }
+	opts.Terminal = func(io.Writer) bool { return c.terminal }
+	out := &cancelOnWrite{w: &stdout, cancel: cancel}
+	code := Main(ctx, args, IO{In: strings.NewReader(c.stdin), Out: out, Err: &stderr}, opts)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// cancelOnWrite passes writes on and cancels a context after the first.
+type cancelOnWrite struct {
+	w      io.Writer
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.cancel()
+	return n, err
 }
 
 // ok runs a command that must succeed.
