@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"time"
@@ -83,44 +84,74 @@ func (a *eventArrays) append(b eventArrays) {
 // and empty alike as {}), so byte equality in SQL is content equality.
 func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 	a := newEventArrays(len(events))
-	for _, e := range events {
+	// Every payload and metadata map is encoded into one pooled buffer and
+	// copied out in one piece, which the arrays then slice; an empty map
+	// (most events' metadata) is the shared "{}". The text columns point
+	// at the events' own fields, which the commit holds unchanged until
+	// it is sent.
+	type span struct{ start, end int }
+	scratch := value.GetScratch()
+	defer scratch.Release()
+	var (
+		buf   = scratch.B
+		spans = make([]span, 0, 2*len(events))
+		err   error
+	)
+	encode := func(m map[string]any) error {
+		if len(m) == 0 {
+			spans = append(spans, span{-1, -1})
+			return nil
+		}
+		start := len(buf)
+		if buf, err = value.AppendCanonical(buf, m); err != nil {
+			return err
+		}
+		spans = append(spans, span{start, len(buf)})
+		return nil
+	}
+	for i := range events {
+		e := &events[i]
 		if e.Step > math.MaxInt32 {
 			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d step %d is out of range", e.Seq, e.Step)}
 		}
-		payload, err := canonicalMap(e.Payload)
-		if err != nil {
+		if err := encode(e.Payload); err != nil {
 			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 		}
-		metadata, err := canonicalMap(e.Metadata)
-		if err != nil {
+		if err := encode(e.Metadata); err != nil {
 			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d metadata: %v", e.Seq, err)}
 		}
 		a.seqs = append(a.seqs, e.Seq)
 		a.types = append(a.types, string(e.Type))
 		a.steps = append(a.steps, int32(e.Step))
-		a.nodeIDs = append(a.nodeIDs, optText(e.NodeID))
-		a.channelIDs = append(a.channelIDs, optText(e.ChannelID))
-		a.taskIDs = append(a.taskIDs, optText(e.TaskID))
-		a.payloads = append(a.payloads, payload)
-		a.metadata = append(a.metadata, metadata)
+		a.nodeIDs = append(a.nodeIDs, optTextOf(&e.NodeID))
+		a.channelIDs = append(a.channelIDs, optTextOf(&e.ChannelID))
+		a.taskIDs = append(a.taskIDs, optTextOf(&e.TaskID))
 		a.occurred = append(a.occurred, ports.Micros(e.Timestamp))
+	}
+	scratch.B = buf
+	buf = bytes.Clone(buf)
+	slice := func(s span) []byte {
+		if s.start < 0 {
+			return emptyObject
+		}
+		return buf[s.start:s.end:s.end]
+	}
+	for i := 0; i < len(spans); i += 2 {
+		a.payloads = append(a.payloads, slice(spans[i]))
+		a.metadata = append(a.metadata, slice(spans[i+1]))
 	}
 	return a, nil
 }
 
-func canonicalMap(m map[string]any) ([]byte, error) {
-	if m == nil {
-		m = map[string]any{}
-	}
-	return value.Canonical(m)
-}
+// emptyObject is the encoding of an empty (or nil) map, shared read-only.
+var emptyObject = []byte("{}")
 
-// optText maps "" (absent) to NULL.
-func optText(s string) *string {
-	if s == "" {
+// optTextOf is the text column of *s: NULL when *s is "" (absent).
+func optTextOf(s *string) *string {
+	if *s == "" {
 		return nil
 	}
-	return &s
+	return s
 }
 
 func textOf(s *string) string {

@@ -230,3 +230,30 @@ func BenchmarkEncodeClaimedBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeEvents encodes the six events a one-step run's closing
+// commit writes (its superstep and its completion).
+func BenchmarkEncodeEvents(b *testing.B) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	empty := map[string]any{}
+	meta := func(seq int64, ctype string) map[string]any {
+		return map[string]any{"checkpoint_seq": seq, "checkpoint_type": ctype, "graph_step": int64(1),
+			"active_superstep": nil, "wake_disposition": "continue", "park_reason": nil,
+			"node_attempts": []any{map[string]any{"task_id": "t_1", "node_id": "n00", "attempted": int64(1),
+				"outcome": "completed", "next_scheduled_attempt": nil}}}
+	}
+	events := []run.Event{
+		{Seq: 5, Type: run.EventNodeCompleted, NodeID: "n00", TaskID: "t_1", Payload: map[string]any{"attempt": int64(1)}, Metadata: empty, Timestamp: now},
+		{Seq: 6, Type: run.EventChannelUpdated, ChannelID: "state:n00", Payload: map[string]any{"writers": []any{"n00"}}, Metadata: empty, Timestamp: now},
+		{Seq: 7, Type: run.EventEdgeTriggered, ChannelID: "edge:e_finish", Payload: map[string]any{"edge_id": "e_finish", "to": "$finish"}, Metadata: empty, Timestamp: now},
+		{Seq: 8, Type: run.EventCheckpointCommitted, Step: 1, Payload: empty, Metadata: meta(2, "step_committed"), Timestamp: now},
+		{Seq: 9, Type: run.EventRunCompleted, Step: 1, Payload: map[string]any{"outputs": []any{"out"}}, Metadata: empty, Timestamp: now},
+		{Seq: 10, Type: run.EventCheckpointCommitted, Step: 1, Payload: empty, Metadata: meta(3, "run_completed"), Timestamp: now},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeEvents("run_0123456789abcdef", events); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
