@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -310,4 +313,40 @@ func TestCanonicalKeysSortByUTF16(t *testing.T) {
 	t.Parallel()
 	m := map[string]int{"\uffee": 0, "😀": 0, "b": 0, "a": 0, "é": 0, "ab": 0, "": 0}
 	assert.Equal(t, []string{"", "a", "ab", "b", "é", "😀", "\uffee"}, canonicalKeys(m))
+}
+
+// Every key the writer emits is a document word, so decoding never
+// allocates a string for one (a key missing from the table would only
+// cost an allocation; this keeps the table in step with the writer).
+func TestEveryDocumentKeyIsAHeldWord(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("codec.go")
+	require.NoError(t, err)
+	keys := regexp.MustCompile(`\.key\([a-z]+, "([a-z_]+)"\)`).FindAllSubmatch(src, -1)
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		word, ok := documentWord(k[1])
+		assert.True(t, ok, "key %q", k[1])
+		assert.Equal(t, string(k[1]), word)
+	}
+	_, ok := documentWord([]byte("run_0123456789abcdef"))
+	assert.False(t, ok, "an ID is not a word")
+}
+
+// BenchmarkDecodeSmall decodes the document a one-step run is claimed with.
+func BenchmarkDecodeSmall(b *testing.B) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &Run{ID: "run_0123456789abcdef", GraphID: "bench-one-step", GraphHash: "9417b435aa", Status: StatusRunning,
+		Input: map[string]any{"in": "x"}, StartedAt: now, UpdatedAt: now, CheckpointSeq: 1, EventSeq: 4,
+		Channels:        map[string]Channel{"input:in": {Value: "x", Version: 1}, "edge:e_n00": {Value: true, Version: 1}},
+		ChangedChannels: []string{"edge:e_n00", "input:in"}, Metadata: map[string]any{}}
+	enc, err := Encode(r)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

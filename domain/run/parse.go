@@ -211,6 +211,43 @@ func (p *parser) array(depth int) any {
 	return nil
 }
 
+// documentWords are the run document's keys and its fixed values
+// (statuses, kinds, timer and write kinds), each held once, so decoding a
+// document allocates no string for them: a run is decoded at every claim,
+// and these words are most of its strings.
+var documentWords = func() map[string]string {
+	words := []string{
+		// keys
+		"active_tasks", "attempt", "barrier_seen", "changed_channels", "channels", "checkpoint_seq", "code",
+		"created_at", "deadline_at", "details", "event_seq", "failure", "failures", "finished_at", "fires_at",
+		"format_version", "graph_hash", "graph_id", "id", "idempotency_key", "input", "input_hash", "interrupts",
+		"kind", "message", "metadata", "node_id", "output", "pending_nodes", "pending_writes", "reason",
+		"resolved_at", "resume_channel", "schema", "snapshot", "source_versions", "started_at", "status", "step",
+		"task_id", "timers", "updated_at", "value", "version",
+		// values
+		string(StatusRunning), string(StatusWaiting), string(StatusDone), string(StatusFailed), string(StatusCancelled),
+		TaskRetryScheduled, WriteUpdate, WriteInterrupt, InterruptOpen, InterruptResolved, TimerRetry,
+	}
+	m := make(map[string]string, len(words))
+	for _, w := range words {
+		m[w] = w
+	}
+	return m
+}()
+
+// maxDocumentWord bounds the strings looked up in documentWords: longer
+// ones (values, messages) are never words and are not hashed for nothing.
+const maxDocumentWord = 24
+
+// documentWord returns the held copy of b when b is a document word.
+func documentWord(b []byte) (string, bool) {
+	if len(b) > maxDocumentWord {
+		return "", false
+	}
+	w, ok := documentWords[string(b)] // the conversion does not allocate
+	return w, ok
+}
+
 // string reads a string starting at its opening quote.
 func (p *parser) string() string {
 	p.i++ // "
@@ -220,7 +257,12 @@ func (p *parser) string() string {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
-			s := string(p.b[start:p.i])
+			var s string
+			if word, ok := documentWord(p.b[start:p.i]); ok {
+				s = word
+			} else {
+				s = string(p.b[start:p.i])
+			}
 			p.i++
 			return s
 		case c == '\\':
