@@ -1,6 +1,7 @@
 package dbbench_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/bench/dbbench"
+	"github.com/docketgo/docket/pgtest"
 )
 
 // Every chain hands off step by step to its last step: the drain waits for
@@ -49,11 +51,11 @@ func TestDBOSFanOutCheckpointsEveryBranchAndTheJoin(t *testing.T) {
 	assert.Equal(t, workflows, res.Workflows)
 	assert.Len(t, res.Latencies, workflows)
 
-	rows, err := pg.Pool(t).Query(ctx, `SELECT count(*)::int FROM dbos.operation_outputs GROUP BY workflow_uuid`)
-	require.NoError(t, err)
-	perWorkflow, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	require.NoError(t, err)
-	assert.Equal(t, []int{branches + 1, branches + 1, branches + 1}, perWorkflow)
+	outputs := stepOutputs(ctx, t, pg)
+	require.Len(t, outputs, workflows)
+	for _, w := range outputs {
+		assert.Equal(t, branches+1, w.Steps)
+	}
 }
 
 // Every step of a DBOS history workflow checkpoints its own message, once.
@@ -66,16 +68,26 @@ func TestDBOSHistoryCheckpointsEachMessageOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, workflows, res.Workflows)
 
-	rows, err := pg.Pool(t).Query(ctx, `SELECT count(*)::int, min(length(output)), max(length(output))
-		FROM dbos.operation_outputs GROUP BY workflow_uuid`)
-	require.NoError(t, err)
-	type perWorkflow struct{ Steps, Shortest, Longest int }
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[perWorkflow])
-	require.NoError(t, err)
-	require.Len(t, got, workflows)
-	for _, w := range got {
+	outputs := stepOutputs(ctx, t, pg)
+	require.Len(t, outputs, workflows)
+	for _, w := range outputs {
 		assert.Equal(t, steps, w.Steps)
 		assert.GreaterOrEqual(t, w.Shortest, dbbench.MessageBytes, "each output holds its message")
 		assert.Less(t, w.Longest, 2*dbbench.MessageBytes, "and only its message")
 	}
+}
+
+// workflowOutputs is what DBOS checkpointed for one workflow: how many
+// step outputs, and the lengths of the shortest and the longest.
+type workflowOutputs struct{ Steps, Shortest, Longest int }
+
+// stepOutputs reads the step outputs DBOS checkpointed, per workflow.
+func stepOutputs(ctx context.Context, t *testing.T, pg *pgtest.Database) []workflowOutputs {
+	t.Helper()
+	rows, err := pg.Pool(t).Query(ctx, `SELECT count(*)::int, min(length(output))::int, max(length(output))::int
+		FROM dbos.operation_outputs GROUP BY workflow_uuid`)
+	require.NoError(t, err)
+	outputs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[workflowOutputs])
+	require.NoError(t, err)
+	return outputs
 }
