@@ -51,6 +51,9 @@ type kit struct {
 	t        *testing.T
 	registry *node.Registry
 
+	// mode is the options of the goroutine mode under test.
+	mode []inline.Option
+
 	mu       sync.Mutex
 	attempts []attemptRecord
 	sleeps   []time.Duration
@@ -117,7 +120,51 @@ func (k *kit) options(extra ...inline.Option) []inline.Option {
 			return fmt.Sprintf("%s%d", prefix, k.ids)
 		}),
 	}
-	return append(base, extra...)
+	return append(append(base, k.mode...), extra...)
+}
+
+// onCallingGoroutine says the kit runs OnCallingGoroutine.
+func (k *kit) onCallingGoroutine() bool { return len(k.mode) > 0 }
+
+// requireEndsItsGoroutine calls f on a goroutine of its own and requires
+// that f ends it (runtime.Goexit) instead of returning.
+func requireEndsItsGoroutine(t *testing.T, f func()) {
+	t.Helper()
+	returned, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		f()
+		close(returned)
+	}()
+	<-exited
+	select {
+	case <-returned:
+		t.Fatal("the call returned instead of ending its goroutine")
+	default:
+	}
+}
+
+// inBothModes runs a scenario suite twice, against kits in each goroutine
+// mode: the default (a drive goroutine under the watchdog) and
+// OnCallingGoroutine. The outcomes must not differ.
+func inBothModes(t *testing.T, suite func(t *testing.T, newKit func(*testing.T) *kit)) {
+	t.Parallel()
+	modes := []struct {
+		name string
+		opts []inline.Option
+	}{
+		{"drive goroutine", nil},
+		{"calling goroutine", []inline.Option{inline.OnCallingGoroutine()}},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			suite(t, func(t *testing.T) *kit {
+				k := newKit(t)
+				k.mode = mode.opts
+				return k
+			})
+		})
+	}
 }
 
 // build finishes a builder, failing the test on builder errors.

@@ -1,8 +1,14 @@
-// Package inline runs a graph to completion in the calling goroutine: the
-// same plan, execute, settle and commit loop as the durable worker, with
-// the store replaced by "accept the moment and keep it". It is meant for
+// Package inline runs a graph to completion within one call: the same
+// plan, execute, settle and commit loop as the durable worker, with the
+// store replaced by "accept the moment and keep it". It is meant for
 // tests, examples and tools that want a workflow's semantics (checkpoints,
 // retries, interrupts, reducers, guards) without a database.
+//
+// By default the loop runs on a goroutine of its own that the caller's
+// goroutine watches, so a node that ignores its context cannot hold the
+// call past the node's deadline or the caller's context; with
+// OnCallingGoroutine it runs on the caller's goroutine, as a plain
+// function call would.
 //
 // Every call returns the latest committed run and the checkpoints accepted
 // during the call, in order, even when it returns an error.

@@ -29,6 +29,7 @@ type config struct {
 	runID             string
 	metadata          map[string]any
 	maxAttemptElapsed time.Duration
+	callingGoroutine  bool
 }
 
 // WithRegistry supplies the node implementations. The graph is compiled
@@ -79,6 +80,24 @@ func WithMetadata(m map[string]any) Option { return func(c *config) { c.metadata
 func WithMaxAttemptElapsed(d time.Duration) Option {
 	return func(c *config) { c.maxAttemptElapsed = d }
 }
+
+// OnCallingGoroutine runs the loop, and the node of every superstep that
+// activates a single node, on the calling goroutine, as a plain function
+// call would, instead of on a goroutine of the runner's own. It saves a
+// goroutine handoff per call, which on an otherwise idle machine costs as
+// much as running a short chain. Choose it when the nodes honour their
+// context.
+//
+// Deadlines and cancellation keep their outcomes: at its deadline an
+// attempt's context ends and the attempt fails with the same timeout (a
+// late result is dropped), and when the caller's context ends the call
+// returns the same abandonment error. But they take effect when the node
+// returns: a node that ignores its context holds the call until it does,
+// where by default the call goes on without it. A node that calls
+// runtime.Goexit ends the calling goroutine (as t.FailNow does in a test)
+// instead of failing its attempt. Supersteps of several nodes run on the
+// executor's goroutines either way.
+func OnCallingGoroutine() Option { return func(c *config) { c.callingGoroutine = true } }
 
 // setConfig fills c from the defaults and opts. It fills the caller's
 // config in place: options are opaque functions, so a local one would

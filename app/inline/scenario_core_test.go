@@ -17,7 +17,9 @@ import (
 
 // Spec §12 cases 1–15: linear, fan-out, barriers, isolation, guards,
 // cycles, inputs and invalid graphs.
-func TestScenariosCore(t *testing.T) {
+func TestScenariosCore(t *testing.T) { inBothModes(t, scenariosCore) }
+
+func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 	t.Parallel()
 	ctx := context.Background()
 

@@ -18,7 +18,9 @@ import (
 
 // Spec §12 cases 16–31: permanent failures, write validation, retries,
 // retry parks, crash recovery and backoff timing.
-func TestScenariosFailureAndRetry(t *testing.T) {
+func TestScenariosFailureAndRetry(t *testing.T) { inBothModes(t, scenariosFailureAndRetry) }
+
+func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 	t.Parallel()
 	ctx := context.Background()
 
@@ -61,6 +63,13 @@ func TestScenariosFailureAndRetry(t *testing.T) {
 		t.Parallel()
 		for ref, reason := range map[string]string{refPanics: "node exploded", refExits: "exited"} {
 			k := newKit(t)
+			if ref == refExits && k.onCallingGoroutine() {
+				// As a plain call would, runtime.Goexit ends the caller.
+				requireEndsItsGoroutine(t, func() {
+					_, _, _ = inline.RunInline(ctx, build(t, singleNode("crashing", ref)), nil, k.options()...)
+				})
+				continue
+			}
 			r, cps, err := inline.RunInline(ctx, build(t, singleNode("crashing", ref)), nil, k.options()...)
 			require.NoError(t, err, ref)
 			assertFailedWith(t, r, "node_failed")

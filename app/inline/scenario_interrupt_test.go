@@ -29,7 +29,9 @@ func waitingRun(t *testing.T, k *kit, g *graph.Graph) (*run.Run, []run.Checkpoin
 // Spec §12 cases 32–38: interrupts (during retry parks too), their
 // resolution and its errors, parallel work beside an interrupt, and
 // cancellation.
-func TestScenariosInterruptsAndSignals(t *testing.T) {
+func TestScenariosInterruptsAndSignals(t *testing.T) { inBothModes(t, scenariosInterruptsAndSignals) }
+
+func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 	t.Parallel()
 	ctx := context.Background()
 

@@ -23,6 +23,10 @@ import (
 // Spec §12 cases 39–44: reducers, attempt timeouts, resume, StepInline,
 // and the compiler and wire behaviour as the runner sees it.
 func TestScenariosReducersTimeoutsResume(t *testing.T) {
+	inBothModes(t, scenariosReducersTimeoutsResume)
+}
+
+func scenariosReducersTimeoutsResume(t *testing.T, newKit func(*testing.T) *kit) {
 	t.Parallel()
 	ctx := context.Background()
 	strings := schema.List(schema.String())

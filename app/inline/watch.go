@@ -30,6 +30,11 @@ import (
 // dropped). A panic or runtime.Goexit in the runner's own code (clock,
 // sleeper, ID generator) reaches the caller's goroutine as it would if the
 // loop ran there.
+//
+// With OnCallingGoroutine the loop runs on the caller's goroutine instead
+// (runHere) and no goroutine watches it: a timer and the caller's context
+// abandon a running direct attempt, which the loop learns when the node
+// returns.
 
 // drive is one call's loop state. The drive goroutine owns r, steps, floor,
 // step and err; the watchdog reads them only after the goroutine has
@@ -53,9 +58,17 @@ type drive struct {
 
 	events chan driveEvent // buffered: a goroutine's last word never blocks
 	timer  *time.Timer
-	// abandoned says a goroutine was left to a node: it may still touch
-	// this drive, which is then not recycled.
+	// abandoned says a goroutine was left to a node, or a callback may
+	// still be running: it may still touch this drive, which is then not
+	// recycled.
 	abandoned bool
+
+	// here says the loop runs on the calling goroutine
+	// (OnCallingGoroutine): expiry abandons a direct attempt at its
+	// deadline and cause records why the running attempt was abandoned.
+	here   bool
+	expiry *time.Timer // made on first use, kept across recycling
+	cause  error
 }
 
 type driveEventKind int
@@ -92,6 +105,9 @@ func (d *driver) watch(ctx context.Context, r *run.Run, once bool) (*run.Run, er
 	v := drives.Get().(*drive)
 	v.d, v.ctx, v.once, v.r = d, ctx, once, r
 	defer v.recycle()
+	if d.cfg.callingGoroutine {
+		return v.runHere()
+	}
 	go v.runFresh(nil)
 
 	v.timer.Reset(d.watchEvery)
@@ -167,8 +183,93 @@ func (v *drive) recycle() {
 	case <-v.events:
 	default:
 	}
-	*v = drive{events: v.events, timer: v.timer}
+	*v = drive{events: v.events, timer: v.timer, expiry: v.expiry}
 	drives.Put(v)
+}
+
+// runHere is the loop on the calling goroutine (OnCallingGoroutine). There
+// is no watchdog loop: the expiry timer and the caller's context abandon a
+// running direct attempt from their own goroutines, and the loop learns it
+// when the node returns (see execute).
+func (v *drive) runHere() (*run.Run, error) {
+	v.here = true
+	if v.ctx.Done() != nil {
+		stop := context.AfterFunc(v.ctx, v.callerGaveUp)
+		defer func() {
+			if !stop() {
+				v.abandoned = true // callerGaveUp may still be running
+			}
+		}()
+	}
+	var attempt *executor.Direct
+	for v.goesOn() {
+		if !v.account(v.tick(&attempt)) {
+			break
+		}
+	}
+	return v.r, v.err
+}
+
+// callerGaveUp abandons the running direct attempt when the caller's
+// context ends (OnCallingGoroutine); with none running, the loop sees the
+// context end at its next check and starts no other.
+func (v *drive) callerGaveUp() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.cancelled = true
+	if a := v.current; a != nil && a.Abandon(v.ctx.Err()) {
+		v.current, v.cause = nil, v.ctx.Err()
+	}
+}
+
+// expire abandons the running direct attempt once its deadline has passed
+// (OnCallingGoroutine). A firing left over from an earlier attempt finds
+// the next one before its deadline and sets the timer again.
+func (v *drive) expire() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := v.current
+	if a == nil {
+		return
+	}
+	if wait := time.Until(a.Deadline()); wait > 0 {
+		v.expiry.Reset(wait)
+		return
+	}
+	if a.Abandon(context.DeadlineExceeded) {
+		v.current, v.cause = nil, context.DeadlineExceeded
+	}
+}
+
+// callHere calls a direct attempt on the calling goroutine under the
+// expiry timer (OnCallingGoroutine). An attempt abandoned while its node
+// ran settles as the executor's timeout at its deadline; abandoned by the
+// caller, it returns the caller's error.
+func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
+	wait := time.Until(a.Deadline())
+	if v.expiry == nil {
+		v.expiry = time.AfterFunc(wait, v.expire)
+	} else {
+		v.expiry.Reset(wait)
+	}
+	result, owned := a.Call()
+	if !v.expiry.Stop() {
+		v.abandoned = true // expire may still be running
+	}
+	v.mu.Lock()
+	v.current = nil
+	cause := v.cause
+	v.cause = nil
+	v.mu.Unlock()
+	switch {
+	case owned:
+		v.one[0] = result
+	case cause == context.DeadlineExceeded:
+		v.one[0] = executor.Timeout()
+	default:
+		return nil, cause
+	}
+	return v.one[:], nil
 }
 
 // runFresh is run on a new drive goroutine.
@@ -209,12 +310,17 @@ func (v *drive) run(resumed *superstep.Result) {
 			return
 		}
 	}
-	for v.once || (!v.r.Status.Terminal() && (!v.d.cfg.limitSteps || v.steps < v.d.cfg.maxSteps)) {
+	for v.goesOn() {
 		if !v.account(v.tick(&attempt)) {
 			break
 		}
 	}
 	finished = true
+}
+
+// goesOn says whether the loop plans another tick.
+func (v *drive) goesOn() bool {
+	return v.once || (!v.r.Status.Terminal() && (!v.d.cfg.limitSteps || v.steps < v.d.cfg.maxSteps))
 }
 
 // account records one tick and says whether the loop goes on.
@@ -260,6 +366,9 @@ func (v *drive) execute(step superstep.Step, attempt **executor.Direct) ([]super
 	}
 	v.step, v.current = step, a
 	v.mu.Unlock()
+	if v.here {
+		return v.callHere(a)
+	}
 
 	*attempt = a
 	result, owned := a.Call()

@@ -229,18 +229,9 @@ func TestWatchdogExitsTheCallersGoroutineWhenTheRunnerCallsGoexit(t *testing.T) 
 		runtime.Goexit()
 		return nil
 	})
-	returned, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
+	requireEndsItsGoroutine(t, func() {
 		_, _, _ = inline.RunInline(context.Background(), g, nil, options(reg, sleeper)...)
-		close(returned)
-	}()
-	<-exited
-	select {
-	case <-returned:
-		t.Fatal("RunInline returned although its sleeper called runtime.Goexit")
-	default:
-	}
+	})
 }
 
 func TestANodeWritingToItsOwnedViewChangesNeitherTheRunNorItsRetry(t *testing.T) {

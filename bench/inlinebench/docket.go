@@ -51,6 +51,10 @@ const (
 	// Docket is app/inline.RunInline: the whole inline runner with the
 	// executor, building the run document, events and checkpoints.
 	Docket System = "docket-inline"
+	// DocketCaller is Docket with inline.OnCallingGoroutine: the loop and
+	// single-node supersteps' nodes run on the caller's goroutine, as
+	// Eino's do.
+	DocketCaller System = "docket-inline-caller"
 	// DomainLoop is domain/superstep's Start/Advance/Settle without the
 	// executor (results are supplied directly): the pure domain cost.
 	DomainLoop System = "docket-domain"
@@ -145,7 +149,14 @@ var frozen = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // compiled once (as Eino's graph is compiled once), with a fixed run ID and
 // a frozen clock. The run must end done with out = "v" and
 // steps+2 checkpoints (init, one per superstep, completion).
-func DocketCase(s Shape) (Case, error) {
+func DocketCase(s Shape) (Case, error) { return docketCase(s, Docket) }
+
+// DocketCallerCase is DocketCase with inline.OnCallingGoroutine.
+func DocketCallerCase(s Shape) (Case, error) {
+	return docketCase(s, DocketCaller, inline.OnCallingGoroutine())
+}
+
+func docketCase(s Shape, system System, extra ...inline.Option) (Case, error) {
 	doc, err := DocketGraph(s)
 	if err != nil {
 		return Case{}, err
@@ -160,9 +171,10 @@ func DocketCase(s Shape) (Case, error) {
 		inline.WithRunID("run_bench"),
 		inline.WithClock(func() time.Time { return frozen }),
 	}
+	opts = append(opts, extra...)
 	input := map[string]any{"in": "x"}
 	want := steps(s) + 2
-	return Case{Shape: s, System: Docket, Op: func(ctx context.Context) error {
+	return Case{Shape: s, System: system, Op: func(ctx context.Context) error {
 		r, cps, err := inline.RunInline(ctx, compiled, input, opts...)
 		if err != nil {
 			return err

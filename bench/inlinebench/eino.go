@@ -86,13 +86,18 @@ func EinoCase(ctx context.Context, s Shape) (Case, error) {
 }
 
 // Cases builds every case of every shape, in report order: for each shape
-// Docket inline, Eino, then the domain loop.
+// Docket inline, Docket inline on the calling goroutine, Eino, then the
+// domain loop.
 func Cases(ctx context.Context) ([]Case, error) {
 	var out []Case
 	for _, s := range Shapes {
 		d, err := DocketCase(s)
 		if err != nil {
 			return nil, fmt.Errorf("docket %s: %w", s, err)
+		}
+		c, err := DocketCallerCase(s)
+		if err != nil {
+			return nil, fmt.Errorf("docket on the calling goroutine %s: %w", s, err)
 		}
 		e, err := EinoCase(ctx, s)
 		if err != nil {
@@ -102,7 +107,7 @@ func Cases(ctx context.Context) ([]Case, error) {
 		if err != nil {
 			return nil, fmt.Errorf("domain loop %s: %w", s, err)
 		}
-		out = append(out, d, e, l)
+		out = append(out, d, c, e, l)
 	}
 	return out, nil
 }

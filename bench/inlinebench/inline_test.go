@@ -15,7 +15,7 @@ func TestEveryCaseCompletesItsGraph(t *testing.T) {
 	t.Parallel()
 	cases, err := inlinebench.Cases(context.Background())
 	require.NoError(t, err)
-	require.Len(t, cases, 3*len(inlinebench.Shapes))
+	require.Len(t, cases, 4*len(inlinebench.Shapes))
 	for _, c := range cases {
 		t.Run(c.Name(), func(t *testing.T) {
 			require.NoError(t, c.Op(context.Background()))
@@ -53,6 +53,10 @@ func benchmark(b *testing.B, system inlinebench.System) {
 
 // BenchmarkDocketInline is inline.RunInline end to end (executor included).
 func BenchmarkDocketInline(b *testing.B) { benchmark(b, inlinebench.Docket) }
+
+// BenchmarkDocketInlineCaller is BenchmarkDocketInline with
+// inline.OnCallingGoroutine.
+func BenchmarkDocketInlineCaller(b *testing.B) { benchmark(b, inlinebench.DocketCaller) }
 
 // BenchmarkEino is the same shapes as Eino compose graphs of no-op lambdas.
 func BenchmarkEino(b *testing.B) { benchmark(b, inlinebench.Eino) }

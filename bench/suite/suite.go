@@ -134,6 +134,7 @@ func RunInline(ctx context.Context, p Profile, rep *harness.Report, logf Logf) e
 			})
 		}
 		rep.CompareCost(InlineScenario(s), string(inlinebench.Docket), string(inlinebench.Eino), 1.0)
+		rep.CompareCost(InlineScenario(s), string(inlinebench.DocketCaller), string(inlinebench.Eino), 1.0)
 	}
 	return nil
 }

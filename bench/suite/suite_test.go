@@ -28,16 +28,17 @@ func TestRunInlineMeasuresEveryCaseAndComparesEveryShape(t *testing.T) {
 	rep := &harness.Report{Profile: p.Name}
 	require.NoError(t, suite.RunInline(context.Background(), p, rep, t.Logf))
 
-	require.Len(t, rep.Results, 3*len(inlinebench.Shapes))
+	require.Len(t, rep.Results, 4*len(inlinebench.Shapes))
 	for _, r := range rep.Results {
 		assert.Equal(t, harness.StatusMeasured, r.Status, r.Scenario+" "+r.System)
 		assert.Equal(t, 2, r.Summary.Repeats)
 		assert.Positive(t, r.Summary.NsPerOp)
 		assert.Positive(t, r.Summary.AllocsPerOp, "every case allocates: it builds a run or a graph state")
 	}
-	require.Len(t, rep.Comparisons, len(inlinebench.Shapes))
-	for _, c := range rep.Comparisons {
-		assert.Equal(t, string(inlinebench.Docket), c.Ours)
+	require.Len(t, rep.Comparisons, 2*len(inlinebench.Shapes))
+	for i, c := range rep.Comparisons {
+		ours := []inlinebench.System{inlinebench.Docket, inlinebench.DocketCaller}[i%2]
+		assert.Equal(t, string(ours), c.Ours)
 		assert.Equal(t, string(inlinebench.Eino), c.Peer)
 		assert.Positive(t, c.TimeRatio)
 		assert.Positive(t, c.AllocRatio)
@@ -47,6 +48,7 @@ func TestRunInlineMeasuresEveryCaseAndComparesEveryShape(t *testing.T) {
 	var md bytes.Buffer
 	require.NoError(t, rep.WriteMarkdown(&md))
 	assert.Contains(t, md.String(), "| inline/chain10 | docket-inline ÷ eino |")
+	assert.Contains(t, md.String(), "| inline/chain10 | docket-inline-caller ÷ eino |")
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))
 	var back harness.Report

@@ -1,0 +1,143 @@
+package inline_test
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/inline"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// OnCallingGoroutine: what differs from the watchdog (where and when) and
+// what does not (the outcomes).
+
+// goroutineID reads the calling goroutine's number from its stack header.
+func goroutineID(t *testing.T) uint64 {
+	var buf [64]byte
+	header := buf[:runtime.Stack(buf[:], false)]
+	field := bytes.Fields(header)[1] // "goroutine N [running]:"
+	id, err := strconv.ParseUint(string(field), 10, 64)
+	require.NoError(t, err)
+	return id
+}
+
+func calling(reg *node.Registry, extra ...inline.Option) []inline.Option {
+	return options(reg, append([]inline.Option{inline.OnCallingGoroutine()}, extra...)...)
+}
+
+func TestOnCallingGoroutineCallsNodesOnTheCallersGoroutine(t *testing.T) {
+	t.Parallel()
+	var seen []uint64
+	reg, g := chainAround(t, func(context.Context, node.Input) (node.Output, error) {
+		seen = append(seen, goroutineID(t))
+		return node.Update(map[string]any{"b": "v"}), nil
+	})
+	r, _, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, []uint64{goroutineID(t)}, seen)
+
+	seen = nil
+	_, _, err = inline.RunInline(context.Background(), g, nil, options(reg)...)
+	require.NoError(t, err)
+	require.Len(t, seen, 1)
+	assert.NotEqual(t, goroutineID(t), seen[0], "by default a drive goroutine calls it")
+}
+
+func TestOnCallingGoroutineEndsAnAttemptsContextAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	var cause atomic.Value
+	reg, g := misbehaving(t, func(ctx context.Context) (node.Output, error) {
+		<-ctx.Done()
+		cause.Store(ctx.Err())
+		return node.Update(map[string]any{"b": "late"}), nil
+	})
+	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
+	retriedOnce(t, r, cps, err, "timeout")
+	assert.Equal(t, context.DeadlineExceeded, cause.Load())
+	assert.Equal(t, "v", r.Channels["state:b"].Value, "the result returned after the deadline was dropped")
+}
+
+func TestOnCallingGoroutineTimesOutANodeThatIgnoresItsContextOnceItReturns(t *testing.T) {
+	t.Parallel()
+	var returned atomic.Bool
+	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+		time.Sleep(60 * time.Millisecond) // three times its 20 ms timeout
+		returned.Store(true)
+		return node.Update(map[string]any{"b": "late"}), nil
+	})
+	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
+	retriedOnce(t, r, cps, err, "timeout")
+	assert.True(t, returned.Load())
+	assert.Equal(t, "v", r.Channels["state:b"].Value, "the late result never reached the run")
+}
+
+func TestOnCallingGoroutineAbandonsTheSuperstepWhenTheCallerCancels(t *testing.T) {
+	t.Parallel()
+	for _, cooperative := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var returned atomic.Bool
+		var attemptErr atomic.Value
+		reg, g := misbehaving(t, func(actx context.Context) (node.Output, error) {
+			cancel()
+			if cooperative {
+				<-actx.Done()
+			} else {
+				time.Sleep(10 * time.Millisecond) // ignores its context
+			}
+			attemptErr.Store(actx.Err())
+			returned.Store(true)
+			return node.Update(map[string]any{"b": "late"}), nil
+		})
+		r, cps, err := inline.RunInline(ctx, g, nil, calling(reg)...)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.True(t, returned.Load(), "the call returns once the node has")
+		assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted}, types(cps))
+		assert.Equal(t, cps[1].Run, r, "the last committed run")
+		if cooperative {
+			assert.Equal(t, context.Canceled, attemptErr.Load(), "the attempt's context ended with the caller's")
+		}
+	}
+}
+
+func TestOnCallingGoroutineKeepsAPanickingNodeAnAttemptFailure(t *testing.T) {
+	t.Parallel()
+	reg, g := misbehaving(t, func(context.Context) (node.Output, error) { panic("boom") })
+	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
+	retriedOnce(t, r, cps, err, "panic: boom")
+}
+
+func TestOnCallingGoroutineANodeCallingGoexitEndsTheCaller(t *testing.T) {
+	t.Parallel()
+	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+		runtime.Goexit()
+		return node.Output{}, nil
+	})
+	requireEndsItsGoroutine(t, func() {
+		_, _, _ = inline.RunInline(context.Background(), g, nil, calling(reg)...)
+	})
+}
+
+func TestOnCallingGoroutineStepInlineTimesOutAnAttempt(t *testing.T) {
+	t.Parallel()
+	reg, g := misbehaving(t, func(ctx context.Context) (node.Output, error) {
+		<-ctx.Done()
+		return node.Output{}, ctx.Err()
+	})
+	mid, _, err := inline.RunInline(context.Background(), g, nil, calling(reg, inline.WithMaxSteps(1))...)
+	require.NoError(t, err)
+	parked, cps, err := inline.StepInline(context.Background(), mid, g, calling(reg)...)
+	require.NoError(t, err)
+	assert.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
+	assert.Contains(t, eventsOf(cps, run.EventNodeFailed)[0].Payload["reason"], "timeout")
+	assert.Equal(t, 2, parked.ActiveTasks[onlyTask(t, parked)].Attempt)
+}
