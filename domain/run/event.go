@@ -22,6 +22,15 @@ const (
 
 // Event is one retained fact of a committed transition. Seq is contiguous
 // per run across all moments. Payloads never carry channel values.
+//
+// Payload and Metadata are read-only. The runtime shares one map among the
+// events that carry equal ones: the runtime events of a moment share their
+// empty metadata, and the payloads that depend on the graph alone (an
+// edge's edge_triggered, a first attempt's node_completed, a sole writer's
+// channel_updated, ...) are built once per compiled graph and shared by
+// all its runs. Copy a map before changing it. Stores copy events in and
+// out, so only the events a caller receives straight from the runtime (the
+// inline runner's checkpoints, say) are shared.
 type Event struct {
 	RunID     string
 	Seq       int64

@@ -203,14 +203,15 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	// 9. Events, at the pre-commit step.
 	events := make([]run.Event, 0, len(okNodes)+len(changedFields)+len(triggered)+len(finish)+len(newInterrupts)+1)
 	// Nodes completing on the same attempt number share one payload: event
-	// payloads are read-only values, like the moment's shared metadata.
+	// payloads are read-only values, shared wherever they are equal (see
+	// sharedPayloads).
 	var completedPayload map[string]any
 	completedAttempt := 0
 	for i := range items {
 		it := &items[i]
 		if it.kind == run.WriteUpdate {
 			if completedPayload == nil || completedAttempt != it.attempt {
-				completedPayload = map[string]any{"attempt": int64(it.attempt)}
+				completedPayload = idx.completedPayload(it.attempt)
 				completedAttempt = it.attempt
 			}
 			events = append(events, run.Event{
@@ -222,14 +223,14 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	for i, f := range changedFields {
 		events = append(events, run.Event{
 			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: idx.fields[f].channelID,
-			Payload: map[string]any{"writers": writers[i]},
+			Payload: idx.writersPayload(writers[i]),
 		})
 	}
 	for _, group := range [2][]*graph.RuntimeEdge{triggered, finish} {
 		for _, e := range group {
 			events = append(events, run.Event{
 				Type: run.EventEdgeTriggered, Step: r.Step, ChannelID: e.ChannelID,
-				Payload: map[string]any{"edge_id": idx.box(e.ID), "to": idx.box(e.To)},
+				Payload: idx.edgePayload(e),
 			})
 		}
 	}

@@ -1,8 +1,6 @@
 package superstep
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
@@ -13,20 +11,13 @@ import (
 // committed value of its source channel, or null when it was never written
 // (defaults and reducer zeros are not outputs).
 func complete(g *graph.Compiled, idx *index, r *run.Run, now time.Time) *run.Moment {
-	outputs := g.Outputs
-	if !slices.IsSortedFunc(outputs, func(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) }) {
-		outputs = slices.Clone(outputs)
-		slices.SortFunc(outputs, func(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) })
-	}
-	out := make(map[string]any, len(outputs))
-	ids := make([]any, len(outputs))
-	for i, o := range outputs {
+	out := make(map[string]any, len(idx.sortedOutputs))
+	for _, o := range idx.sortedOutputs {
 		var v any
 		if c, ok := r.Channels[o.SourceChannel]; ok {
 			v = c.Value
 		}
 		out[o.ID] = v
-		ids[i] = idx.box(o.ID)
 	}
 	next := *r
 	next.Status = run.StatusDone
@@ -35,7 +26,7 @@ func complete(g *graph.Compiled, idx *index, r *run.Run, now time.Time) *run.Mom
 	next.UpdatedAt = now
 	// Room for the checkpoint_committed event Propose appends.
 	events := make([]run.Event, 1, 2)
-	events[0] = run.Event{Type: run.EventRunCompleted, Step: r.Step, Payload: map[string]any{"outputs": ids}}
+	events[0] = run.Event{Type: run.EventRunCompleted, Step: r.Step, Payload: idx.payloads.outputs}
 	return run.ProposeNext(r, next, events, run.CheckpointRunCompleted,
 		run.Disposition{Kind: run.DispositionTerminal, Reason: run.ReasonRunCompleted}, now)
 }

@@ -3,6 +3,7 @@ package superstep
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -37,6 +38,9 @@ type index struct {
 	// canonicalOrder says the slots are in canonical key order, so a state
 	// view can be hashed slot by slot (see plannedView).
 	canonicalOrder bool
+	// sortedOutputs is the graph's outputs by ID, the order of completion.
+	sortedOutputs []*graph.RuntimeOutput
+	payloads      sharedPayloads
 	// longestTimeoutMS and shortestTimeoutMS bound the explicit timeout_ms
 	// of the nodes with valid policies (0 when none sets one), so runners
 	// check them once per call without walking the nodes.
@@ -165,8 +169,15 @@ func buildIndex(g *graph.Compiled) *index {
 	for _, id := range g.InputIDs {
 		idx.boxed[id] = id
 	}
+	idx.sortedOutputs = g.Outputs
+	if !slices.IsSortedFunc(g.Outputs, compareOutputs) {
+		idx.sortedOutputs = slices.SortedFunc(slices.Values(g.Outputs), compareOutputs)
+	}
+	idx.buildPayloads(g)
 	return idx
 }
+
+func compareOutputs(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) }
 
 // box returns s as an interface value, reusing the index's copy when s is a
 // graph ID.

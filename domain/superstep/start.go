@@ -83,15 +83,15 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 	now := utc(env.Now)
 	changedChannels := make([]string, 0, len(keys)+len(fired))
 	events := make([]run.Event, 0, 1+len(keys)+len(fired)+1)
-	events = append(events, run.Event{Type: run.EventRunInitialized, Payload: map[string]any{"inputs": idx.boxList(keys)}})
+	events = append(events, run.Event{Type: run.EventRunInitialized, Payload: idx.initializedPayload(keys)})
 	for _, k := range keys {
 		cid := idx.inputs[k].channelID
 		changedChannels = append(changedChannels, cid)
-		events = append(events, run.Event{Type: run.EventChannelUpdated, ChannelID: cid, Payload: map[string]any{"version": int64(1)}})
+		events = append(events, run.Event{Type: run.EventChannelUpdated, ChannelID: cid, Payload: idx.payloads.firstVersion})
 	}
 	for _, e := range fired {
 		changedChannels = append(changedChannels, e.ChannelID)
-		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: map[string]any{"edge_id": idx.box(e.ID)}})
+		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: idx.startEdgePayload(e)})
 	}
 	slices.Sort(changedChannels)
 	changedChannels = slices.Compact(changedChannels)

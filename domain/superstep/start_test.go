@@ -245,3 +245,30 @@ func TestResumeIsASavedInit(t *testing.T) {
 	_, err = superstep.Resume(g, &created, superstep.Env{Now: later})
 	assert.True(t, errors.Is(err, superstep.ErrInvalidRun))
 }
+
+// run_initialized lists the inputs given, in order, whether all of them
+// (a payload built once per graph) or some.
+func TestStartListsTheGivenInputs(t *testing.T) {
+	t.Parallel()
+	g := newDoc("inputs").
+		input("b", str(), nil).
+		input("a", str(), nil).
+		input("c", str(), nil).
+		nodes("copy").
+		edge("edge_start", "$start", "copy", nil).
+		compile(t, graph.Options{})
+	for _, tc := range []struct {
+		input map[string]any
+		want  []any
+	}{
+		{map[string]any{"a": "x", "b": "y", "c": "z"}, []any{"a", "b", "c"}},
+		{map[string]any{"c": "z", "a": "x"}, []any{"a", "c"}},
+		{map[string]any{"b": "y"}, []any{"b"}},
+		{map[string]any{}, []any{}},
+		{map[string]any{"a": "x", "b": "y", "c": "z"}, []any{"a", "b", "c"}},
+	} {
+		m, err := superstep.Start(g, superstep.StartParams{RunID: "run_1", Input: tc.input}, superstep.Env{Now: t0})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"inputs": tc.want}, m.Events[0].Payload)
+	}
+}
