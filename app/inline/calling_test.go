@@ -109,13 +109,6 @@ func TestOnCallingGoroutineAbandonsTheSuperstepWhenTheCallerCancels(t *testing.T
 	}
 }
 
-func TestOnCallingGoroutineKeepsAPanickingNodeAnAttemptFailure(t *testing.T) {
-	t.Parallel()
-	reg, g := misbehaving(t, func(context.Context) (node.Output, error) { panic("boom") })
-	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
-	retriedOnce(t, r, cps, err, "panic: boom")
-}
-
 func TestOnCallingGoroutineANodeCallingGoexitEndsTheCaller(t *testing.T) {
 	t.Parallel()
 	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {

@@ -112,11 +112,13 @@ func TestWatchdogSettlesANodeThatCallsGoexitAndTheRunGoesOn(t *testing.T) {
 	retriedOnce(t, r, cps, err, "exited")
 }
 
-func TestWatchdogKeepsAPanickingNodeAnAttemptFailure(t *testing.T) {
+func TestAPanickingNodeIsAnAttemptFailureInEitherMode(t *testing.T) {
 	t.Parallel()
 	reg, g := misbehaving(t, func(context.Context) (node.Output, error) { panic("boom") })
-	r, cps, err := inline.RunInline(context.Background(), g, nil, options(reg)...)
-	retriedOnce(t, r, cps, err, "panic: boom")
+	for _, opts := range [][]inline.Option{options(reg), calling(reg)} {
+		r, cps, err := inline.RunInline(context.Background(), g, nil, opts...)
+		retriedOnce(t, r, cps, err, "panic: boom")
+	}
 }
 
 func TestWatchdogKeepsAPanicAfterGoexitAnAttemptFailure(t *testing.T) {
