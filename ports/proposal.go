@@ -148,24 +148,27 @@ func FuseChain(p CommitParams) (*run.Moment, error) {
 // order with identical duplicates collapsed and timestamps normalized to
 // UTC µs. Each event needs RunID == runID, Seq >= 1, a timestamp, a known
 // type and Step >= 0 (else *InvalidCommitError); two different events at
-// one seq are an *EventConflictError. The input is not modified.
+// one seq are an *EventConflictError. The input is not modified; when it is
+// already normalized (a runtime-proposed moment's events always are) it is
+// returned itself, so the result is read-only.
 func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
-	out := make([]run.Event, 0, len(events))
-	for _, e := range events {
-		switch {
-		case e.RunID != runID:
-			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d belongs to another run", e.Seq)}
-		case e.Seq < 1:
-			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event seq %d is below 1", e.Seq)}
-		case e.Timestamp.IsZero():
-			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has no timestamp", e.Seq)}
-		case !KnownEventType(e.Type):
-			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has unknown type %q", e.Seq, e.Type)}
-		case e.Step < 0:
-			return nil, &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
+	normal := true
+	for i := range events {
+		e := &events[i]
+		if err := checkEvent(runID, e); err != nil {
+			return nil, err
 		}
+		if (i > 0 && e.Seq <= events[i-1].Seq) || e.Timestamp != Micros(e.Timestamp) {
+			normal = false
+		}
+	}
+	if normal {
+		return events, nil
+	}
+	out := make([]run.Event, len(events))
+	for i, e := range events {
 		e.Timestamp = Micros(e.Timestamp)
-		out = append(out, e)
+		out[i] = e
 	}
 	slices.SortStableFunc(out, func(a, b run.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	deduped := out[:0]
@@ -179,6 +182,23 @@ func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 		deduped = append(deduped, e)
 	}
 	return deduped, nil
+}
+
+// checkEvent checks what NormalizeEvents requires of one event.
+func checkEvent(runID string, e *run.Event) error {
+	switch {
+	case e.RunID != runID:
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d belongs to another run", e.Seq)}
+	case e.Seq < 1:
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event seq %d is below 1", e.Seq)}
+	case e.Timestamp.IsZero():
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has no timestamp", e.Seq)}
+	case !KnownEventType(e.Type):
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has unknown type %q", e.Seq, e.Type)}
+	case e.Step < 0:
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
+	}
+	return nil
 }
 
 // ValidateInsert checks the insert shape (spec §5.1) before any storage

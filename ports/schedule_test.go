@@ -2,6 +2,7 @@ package ports_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,6 +95,22 @@ func TestNormalizeEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, t0, got[0].Timestamp, "timestamps are cut to microseconds")
 
+	inOrder := []run.Event{event(1, nil), event(2, nil), event(3, nil)}
+	got, err = ports.NormalizeEvents("r", inOrder)
+	require.NoError(t, err)
+	assert.Equal(t, inOrder, got, "events already in order and in microseconds come back as they are")
+	late := slices.Clone(inOrder)
+	late[2].Timestamp = t0.Add(time.Nanosecond)
+	got, err = ports.NormalizeEvents("r", late)
+	require.NoError(t, err)
+	assert.Equal(t, t0, got[2].Timestamp, "an in-order event is still cut to microseconds")
+	assert.Equal(t, t0.Add(time.Nanosecond), late[2].Timestamp, "the input is not modified")
+	local := slices.Clone(inOrder)
+	local[0].Timestamp = t0.In(time.FixedZone("x", 3600))
+	got, err = ports.NormalizeEvents("r", local)
+	require.NoError(t, err)
+	assert.Equal(t, time.UTC, got[0].Timestamp.Location(), "timestamps are made UTC")
+
 	bad := []struct {
 		name string
 		edit func(*run.Event)
@@ -109,6 +126,14 @@ func TestNormalizeEvents(t *testing.T) {
 		b.edit(&e)
 		_, err := ports.NormalizeEvents("r", []run.Event{e})
 		assert.ErrorIs(t, err, ports.ErrInvalidCommit, b.name)
+		// The same event behind a valid one, in order and out of it.
+		if e.Seq > 0 {
+			e.Seq = 6
+		}
+		for _, events := range [][]run.Event{{event(1, nil), e}, {event(9, nil), e}} {
+			_, err := ports.NormalizeEvents("r", events)
+			assert.ErrorIs(t, err, ports.ErrInvalidCommit, b.name)
+		}
 	}
 }
 
