@@ -65,9 +65,11 @@ type drive struct {
 
 	// here says the loop runs on the calling goroutine
 	// (OnCallingGoroutine): expiry abandons a direct attempt at its
-	// deadline and cause records why the running attempt was abandoned.
+	// deadline while armed, and cause records why the running attempt was
+	// abandoned.
 	here   bool
 	expiry *time.Timer // made on first use, kept across recycling
+	armed  bool
 	cause  error
 }
 
@@ -193,6 +195,8 @@ func (v *drive) recycle() {
 // when the node returns (see execute).
 func (v *drive) runHere() (*run.Run, error) {
 	v.here = true
+	// A node's runtime.Goexit unwinds through here with the timer armed.
+	defer v.disarm()
 	if v.ctx.Done() != nil {
 		stop := context.AfterFunc(v.ctx, v.callerGaveUp)
 		defer func() {
@@ -246,16 +250,9 @@ func (v *drive) expire() {
 // ran settles as the executor's timeout at its deadline; abandoned by the
 // caller, it returns the caller's error.
 func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
-	wait := time.Until(a.Deadline())
-	if v.expiry == nil {
-		v.expiry = time.AfterFunc(wait, v.expire)
-	} else {
-		v.expiry.Reset(wait)
-	}
+	v.arm(a.Deadline())
 	result, owned := a.Call()
-	if !v.expiry.Stop() {
-		v.abandoned = true // expire may still be running
-	}
+	v.disarm()
 	v.mu.Lock()
 	v.current = nil
 	cause := v.cause
@@ -270,6 +267,26 @@ func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
 		return nil, cause
 	}
 	return v.one[:], nil
+}
+
+// arm sets the expiry timer for deadline.
+func (v *drive) arm(deadline time.Time) {
+	wait := time.Until(deadline)
+	if v.expiry == nil {
+		v.expiry = time.AfterFunc(wait, v.expire)
+	} else {
+		v.expiry.Reset(wait)
+	}
+	v.armed = true
+}
+
+// disarm stops an armed expiry timer. One that has fired may still be
+// running expire, which touches the drive: it is then not recycled.
+func (v *drive) disarm() {
+	if v.armed && !v.expiry.Stop() {
+		v.abandoned = true
+	}
+	v.armed = false
 }
 
 // runFresh is run on a new drive goroutine.
