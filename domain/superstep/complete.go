@@ -3,14 +3,13 @@ package superstep
 import (
 	"time"
 
-	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 )
 
 // complete ends a quiescent run (spec 7.10): every declared output takes the
 // committed value of its source channel, or null when it was never written
 // (defaults and reducer zeros are not outputs).
-func complete(g *graph.Compiled, idx *index, r *run.Run, now time.Time) *run.Moment {
+func complete(idx *index, r *run.Run, now time.Time) *run.Moment {
 	out := make(map[string]any, len(idx.sortedOutputs))
 	for _, o := range idx.sortedOutputs {
 		var v any

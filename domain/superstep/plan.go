@@ -40,7 +40,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	candidates, open := planCandidates(buf[:0], g, idx, r)
 	switch {
 	case len(candidates) == 0 && len(open) == 0:
-		return Step{Kind: Commit, Moment: complete(g, idx, r, now)}, nil
+		return Step{Kind: Commit, Moment: complete(idx, r, now)}, nil
 	case len(candidates) == 0:
 		return Step{Kind: Wait, InterruptIDs: open}, nil
 	case g.MaxSupersteps > 0 && r.Step >= g.MaxSupersteps:
