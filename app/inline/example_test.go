@@ -39,3 +39,32 @@ func Example() {
 	fmt.Println(r.Status, r.Output["greeting"], len(checkpoints))
 	// Output: done hello, Ada 3
 }
+
+// A node that honours its context can run on the caller's goroutine: the
+// call then costs no goroutine handoff, and a node that overruns its
+// timeout still fails its attempt with a timeout once it returns.
+func ExampleOnCallingGoroutine() {
+	g, err := graph.New("wait").
+		State("answer", schema.String()).
+		Node("ask", "example.ask", graph.Timeout(10)).
+		Edge("start", graph.Start, "ask").
+		Edge("done", "ask", graph.Finish).
+		Output("answer", "answer").
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	reg := node.NewRegistry()
+	reg.MustRegister("example.ask", node.Func(func(ctx context.Context, _ map[string]any) (map[string]any, error) {
+		<-ctx.Done() // the answer never comes; the attempt's deadline ends it
+		return nil, ctx.Err()
+	}))
+
+	r, _, err := inline.RunInline(context.Background(), g, nil,
+		inline.WithRegistry(reg), inline.OnCallingGoroutine())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Status, r.Failure.Code, r.Failure.Details["errors"])
+	// Output: failed node_failed map[ask:timeout]
+}
