@@ -202,21 +202,14 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 9. Events, at the pre-commit step.
 	events := make([]run.Event, 0, len(okNodes)+len(changedFields)+len(triggered)+len(finish)+len(newInterrupts)+1)
-	// Nodes completing on the same attempt number share one payload: event
-	// payloads are read-only values, shared wherever they are equal (see
-	// sharedPayloads).
-	var completedPayload map[string]any
-	completedAttempt := 0
+	// Event payloads are read-only values, shared wherever they depend on
+	// the graph alone (see sharedPayloads).
 	for i := range items {
 		it := &items[i]
 		if it.kind == run.WriteUpdate {
-			if completedPayload == nil || completedAttempt != it.attempt {
-				completedPayload = idx.completedPayload(it.attempt)
-				completedAttempt = it.attempt
-			}
 			events = append(events, run.Event{
 				Type: run.EventNodeCompleted, Step: r.Step, NodeID: it.nodeID, TaskID: it.taskID,
-				Payload: completedPayload,
+				Payload: idx.completedPayload(it.attempt),
 			})
 		}
 	}
@@ -230,7 +223,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		for _, e := range group {
 			events = append(events, run.Event{
 				Type: run.EventEdgeTriggered, Step: r.Step, ChannelID: e.ChannelID,
-				Payload: idx.edgePayload(e),
+				Payload: idx.payloads.edgeTriggered[e.ID],
 			})
 		}
 	}

@@ -14,7 +14,8 @@ import (
 // allocates.
 type sharedPayloads struct {
 	// edgeTriggered is {"edge_id", "to"} by edge ID; startEdgeTriggered
-	// is {"edge_id"}, what an edge fired at initialization carries.
+	// is {"edge_id"}, what an edge fired at initialization carries. Every
+	// edge of the graph has both.
 	edgeTriggered, startEdgeTriggered map[string]map[string]any
 	// soleWriter is {"writers": [node ID]} by node ID: a channel update
 	// with one writer.
@@ -74,23 +75,6 @@ func (idx *index) writersPayload(writers []any) map[string]any {
 		}
 	}
 	return map[string]any{"writers": writers}
-}
-
-// edgePayload is edge_triggered's payload for e.
-func (idx *index) edgePayload(e *graph.RuntimeEdge) map[string]any {
-	if p, ok := idx.payloads.edgeTriggered[e.ID]; ok {
-		return p
-	}
-	return map[string]any{"edge_id": idx.box(e.ID), "to": idx.box(e.To)}
-}
-
-// startEdgePayload is edge_triggered's payload for e fired at
-// initialization.
-func (idx *index) startEdgePayload(e *graph.RuntimeEdge) map[string]any {
-	if p, ok := idx.payloads.startEdgeTriggered[e.ID]; ok {
-		return p
-	}
-	return map[string]any{"edge_id": idx.box(e.ID)}
 }
 
 // initializedPayload is run_initialized's payload for the given inputs

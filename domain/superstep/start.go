@@ -91,7 +91,7 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 	}
 	for _, e := range fired {
 		changedChannels = append(changedChannels, e.ChannelID)
-		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: idx.startEdgePayload(e)})
+		events = append(events, run.Event{Type: run.EventEdgeTriggered, ChannelID: e.ChannelID, Payload: idx.payloads.startEdgeTriggered[e.ID]})
 	}
 	slices.Sort(changedChannels)
 	changedChannels = slices.Compact(changedChannels)
