@@ -134,3 +134,39 @@ func TestOnCallingGoroutineStepInlineTimesOutAnAttempt(t *testing.T) {
 	assert.Contains(t, eventsOf(cps, run.EventNodeFailed)[0].Payload["reason"], "timeout")
 	assert.Equal(t, 2, parked.ActiveTasks[onlyTask(t, parked)].Attempt)
 }
+
+// A node's runtime.Goexit unwinds through the runner with its attempt's
+// deadline timer armed. Left armed, the timer could fire into the drive
+// once a later call reuses it, and abandon that call's attempt behind its
+// watchdog's back, so the call would never return.
+func TestOnCallingGoroutineGoexitLeavesNoTimerBehind(t *testing.T) {
+	exiting, g := misbehaving(t, func(context.Context) (node.Output, error) {
+		runtime.Goexit()
+		return node.Output{}, nil
+	})
+	slow, _ := misbehaving(t, func(context.Context) (node.Output, error) {
+		time.Sleep(60 * time.Millisecond) // past its 20 ms timeout, ignoring its context
+		return node.Update(map[string]any{"b": "late"}), nil
+	})
+	for range 5 {
+		requireEndsItsGoroutine(t, func() {
+			_, _, _ = inline.RunInline(context.Background(), g, nil, calling(exiting)...)
+		})
+		done := make(chan struct{})
+		var (
+			r   *run.Run
+			cps []run.Checkpoint
+			err error
+		)
+		go func() {
+			defer close(done)
+			r, cps, err = inline.RunInline(context.Background(), g, nil, options(slow)...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call after a node's Goexit on the calling goroutine never returned")
+		}
+		retriedOnce(t, r, cps, err, "timeout")
+	}
+}
