@@ -60,6 +60,10 @@ type Comparison struct {
 	Goal string `json:"goal"`
 	Met  bool   `json:"met"`
 	Note string `json:"note,omitempty"`
+	// RoundRatios is the time (or throughput) ratio of each repeat alone,
+	// where both sides ran the same alternating repeats: how far the
+	// machine's noise moves the ratio the verdict is taken on.
+	RoundRatios []float64 `json:"round_ratios,omitempty"`
 }
 
 // Report is everything one bench command run produced.
@@ -154,6 +158,7 @@ func (r *Report) CompareCost(scenario, ours, peer string, maxRatio float64) {
 		c.AllocRatio = o.Summary.AllocsPerOp / p.Summary.AllocsPerOp
 	}
 	c.Met = c.TimeRatio <= maxRatio && c.AllocRatio <= maxRatio
+	c.RoundRatios = roundRatios(o, p, 1, func(ours, peer float64) float64 { return ours / peer })
 	if p.Status == StatusRecorded {
 		c.Note = "peer figures recorded, not measured in this run"
 	}
@@ -183,6 +188,7 @@ func (r *Report) compareThroughput(scenario, ours, peer string, minRatio float64
 	}
 	c.TimeRatio = o.Throughput / p.Throughput
 	c.Met = goal != "" && c.TimeRatio >= minRatio
+	c.RoundRatios = roundRatios(o, p, 1, perSecondRatio)
 	r.Comparisons = append(r.Comparisons, c)
 }
 
@@ -207,6 +213,7 @@ func (r *Report) CompareBest(name, prefix, ours, peer string, minRatio float64) 
 	} else {
 		c.TimeRatio = o.Throughput / p.Throughput
 		c.Met = c.TimeRatio >= minRatio
+		c.RoundRatios = roundRatios(o, p, 1, perSecondRatio)
 		c.Note = fmt.Sprintf("%s at %s vs %s at %s", ours, o.Scenario, peer, p.Scenario)
 	}
 	r.Comparisons = append(r.Comparisons, c)
@@ -256,11 +263,36 @@ func (r *Report) CompareMoments(oursScenario, ours, peerScenario, peer string, c
 	} else {
 		c.TimeRatio = o.Throughput * commitsPerOp / p.Throughput
 		c.Met = c.TimeRatio >= minRatio
+		c.RoundRatios = roundRatios(o, p, commitsPerOp, perSecondRatio)
 	}
 	r.Comparisons = append(r.Comparisons, c)
 }
 
 func hasNumbers(r Result) bool { return r.Status == StatusMeasured || r.Status == StatusRecorded }
+
+// roundRatios pairs the samples of two results repeat by repeat and
+// returns ratio(ours, peer) of their time per operation, the first scaled
+// by scale, for each pair; nil unless both ran the same number (more than
+// one) of repeats, measured in this run: only then is sample i of each
+// from the same alternating round.
+func roundRatios(o, p Result, scale float64, ratio func(ours, peer float64) float64) []float64 {
+	if len(o.Samples) < 2 || len(o.Samples) != len(p.Samples) || o.Status != StatusMeasured || p.Status != StatusMeasured {
+		return nil
+	}
+	out := make([]float64, len(o.Samples))
+	for i := range o.Samples {
+		ours, peer := o.Samples[i].NsPerOp/scale, p.Samples[i].NsPerOp
+		if ours <= 0 || peer <= 0 {
+			return nil
+		}
+		out[i] = ratio(ours, peer)
+	}
+	return out
+}
+
+// perSecondRatio is ours ÷ peer in operations per second, from times per
+// operation.
+func perSecondRatio(ours, peer float64) float64 { return peer / ours }
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
@@ -312,6 +344,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			if c.Note != "" {
 				met += " (" + c.Note + ")"
 			}
+			if len(c.RoundRatios) > 0 {
+				met += " (per round " + roundList(c.RoundRatios) + ")"
+			}
 			fmt.Fprintf(&b, "| %s | %s ÷ %s | %s | %s | %s | %s |\n", c.Scenario, c.Ours, c.Peer,
 				ratio(c.TimeRatio), ratio(c.AllocRatio), goal, met)
 		}
@@ -325,6 +360,15 @@ func statusText(x Result) string {
 		return string(x.Status)
 	}
 	return string(x.Status) + ": " + x.Note
+}
+
+// roundList prints ratios in repeat order, "1.75 / 1.88 / 2.01".
+func roundList(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, f := range rs {
+		parts[i] = ratio(f)
+	}
+	return strings.Join(parts, " / ")
 }
 
 func ratio(f float64) string {

@@ -94,3 +94,43 @@ func TestLatencyGrowthComparesOneSystemAtTwoSizes(t *testing.T) {
 	assert.False(t, rep.Comparisons[2].Met)
 	assert.Contains(t, rep.Comparisons[2].Note, "not compared", "a failed size's numbers never count")
 }
+
+// measured is a result whose repeats took these times per operation.
+func measured(scenario, system string, nsPerOp ...float64) harness.Result {
+	r := harness.Result{Scenario: scenario, System: system, Status: harness.StatusMeasured}
+	for _, ns := range nsPerOp {
+		r.Samples = append(r.Samples, harness.Sample{Ops: 100, NsPerOp: ns})
+	}
+	r.Summary.NsPerOp = harness.Median(nsPerOp)
+	r.Throughput = 1e9 / r.Summary.NsPerOp
+	return r
+}
+
+func TestComparisonsReportEachAlternatingRoundsRatio(t *testing.T) {
+	t.Parallel()
+	rep := &harness.Report{Results: []harness.Result{
+		// Ours does 2, 1 and 4 times the peer's operations per second.
+		measured("chain", "ours", 100, 300, 50), measured("chain", "peer", 200, 300, 200),
+		measured("inline", "ours", 10, 30), measured("inline", "peer", 20, 20),
+		// A side that lost a repeat cannot be paired round by round.
+		measured("short", "ours", 100, 100, 100), measured("short", "peer", 100, 100),
+		measured("once", "ours", 100), measured("once", "peer", 100),
+	}}
+	rep.CompareThroughput("chain", "ours", "peer", 2.0)
+	rep.CompareCost("inline", "ours", "peer", 1.0)
+	rep.CompareThroughput("short", "ours", "peer", 1.0)
+	rep.CompareThroughput("once", "ours", "peer", 1.0)
+
+	chain := rep.Comparisons[0]
+	assert.InDelta(t, 2.0, chain.TimeRatio, 1e-9, "the verdict stays on the medians")
+	assert.True(t, chain.Met)
+	assert.InDeltaSlice(t, []float64{2, 1, 4}, chain.RoundRatios, 1e-9, "in repeat order")
+	assert.InDeltaSlice(t, []float64{0.5, 1.5}, rep.Comparisons[1].RoundRatios, 1e-9, "cost ratios are time ÷ time")
+	assert.Nil(t, rep.Comparisons[2].RoundRatios)
+	assert.Nil(t, rep.Comparisons[3].RoundRatios, "a single run has no spread to show")
+
+	var md bytes.Buffer
+	require.NoError(t, rep.WriteMarkdown(&md))
+	assert.Contains(t, md.String(), "| chain | ours ÷ peer | 2.00 | – | throughput ≥ 2.0× peer | yes (per round 2.00 / 1.00 / 4.00) |")
+	assert.NotContains(t, md.String(), "| short | ours ÷ peer | 1.00 | – | throughput ≥ 1.0× peer | yes (per round")
+}

@@ -43,6 +43,7 @@ func TestRunInlineMeasuresEveryCaseAndComparesEveryShape(t *testing.T) {
 		assert.Positive(t, c.TimeRatio)
 		assert.Positive(t, c.AllocRatio)
 		assert.Empty(t, c.Note, "both sides were measured in this run")
+		assert.Len(t, c.RoundRatios, 2, "one time ratio per repeat")
 	}
 
 	var md bytes.Buffer
@@ -175,6 +176,21 @@ func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
 		assert.Positive(t, c.TimeRatio, key)
 		if key[0] != "db/drain/best" {
 			assert.Empty(t, c.Note, key)
+		}
+		if key[0] == "db/latency" {
+			assert.Nil(t, c.RoundRatios, "a p50 comparison has no per-round figure")
+			continue
+		}
+		// Each alternating round's own ratio, from its two samples.
+		require.Len(t, c.RoundRatios, 2, key)
+		scenario := key[0]
+		if scenario == "db/drain/best" {
+			scenario = "db/drain/c4" // the profile's only concurrency
+		}
+		ours, _ := rep.Find(scenario, c.Ours)
+		peer, _ := rep.Find(scenario, c.Peer)
+		for i, r := range c.RoundRatios {
+			assert.InEpsilon(t, peer.Samples[i].NsPerOp/ours.Samples[i].NsPerOp, r, 1e-9, key)
 		}
 	}
 	assert.Empty(t, compared[[2]string{"db/chain10", suite.SystemRiver}].Goal, "the River chain is for reference")
