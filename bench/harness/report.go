@@ -213,7 +213,9 @@ func (r *Report) CompareBest(name, prefix, ours, peer string, minRatio float64) 
 	} else {
 		c.TimeRatio = o.Throughput / p.Throughput
 		c.Met = c.TimeRatio >= minRatio
-		c.RoundRatios = roundRatios(o, p, 1, perSecondRatio)
+		if o.Scenario == p.Scenario { // else their rounds were not run side by side
+			c.RoundRatios = roundRatios(o, p, 1, perSecondRatio)
+		}
 		c.Note = fmt.Sprintf("%s at %s vs %s at %s", ours, o.Scenario, peer, p.Scenario)
 	}
 	r.Comparisons = append(r.Comparisons, c)

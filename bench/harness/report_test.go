@@ -120,6 +120,10 @@ func TestComparisonsReportEachAlternatingRoundsRatio(t *testing.T) {
 	rep.CompareCost("inline", "ours", "peer", 1.0)
 	rep.CompareThroughput("short", "ours", "peer", 1.0)
 	rep.CompareThroughput("once", "ours", "peer", 1.0)
+	// Each side's best here is a different scenario, whose rounds never
+	// ran side by side.
+	rep.Results = append(rep.Results, measured("drain/c8", "ours", 10, 10), measured("drain/c64", "peer", 10, 20))
+	rep.CompareBest("drain/best", "drain/", "ours", "peer", 1.0)
 
 	chain := rep.Comparisons[0]
 	assert.InDelta(t, 2.0, chain.TimeRatio, 1e-9, "the verdict stays on the medians")
@@ -128,6 +132,8 @@ func TestComparisonsReportEachAlternatingRoundsRatio(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{0.5, 1.5}, rep.Comparisons[1].RoundRatios, 1e-9, "cost ratios are time ÷ time")
 	assert.Nil(t, rep.Comparisons[2].RoundRatios)
 	assert.Nil(t, rep.Comparisons[3].RoundRatios, "a single run has no spread to show")
+	assert.Equal(t, "drain/best", rep.Comparisons[4].Scenario)
+	assert.Nil(t, rep.Comparisons[4].RoundRatios)
 
 	var md bytes.Buffer
 	require.NoError(t, rep.WriteMarkdown(&md))
