@@ -156,6 +156,18 @@ func TestComparedScenariosReportTheMedianOfAlternatingRuns(t *testing.T) {
 			assert.Positive(t, r.Summary.P50Ns, name)
 		}
 	}
+	// A run of the 10-node chain counts ten step commits, as a ten-step
+	// DBOS workflow counts ten step checkpoints: the profile's 20 runs and
+	// 5 workflows a run.
+	for _, c := range []struct {
+		system string
+		ops    int
+	}{{suite.SystemDocket, 20 * 10}, {suite.SystemDBOS, 5 * 10}, {suite.SystemRiver, 20 * 10}} {
+		r, _ := rep.Find("db/chain10", c.system)
+		for _, s := range r.Samples {
+			assert.Equal(t, c.ops, s.Ops, "db/chain10 "+c.system)
+		}
+	}
 	for _, c := range [][2]string{{"db/one-step", suite.SystemDBOS}} {
 		r, ok := rep.Find(c[0], c[1])
 		require.True(t, ok, c[0])
