@@ -281,9 +281,30 @@ func (d *Docket) Drain(ctx context.Context, runs int, limit time.Duration) (Drai
 			elapsed := time.Since(start)
 			return DrainResult{Jobs: done, Elapsed: elapsed}, fmt.Errorf("%w: docket finished %d of %d runs in %s (%.0f runs/s)",
 				ErrDrainLimit, done, runs, elapsed.Round(time.Second), float64(done)/elapsed.Seconds())
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(DrainPollWait(done, runs, time.Since(start))):
 		}
 	}
+}
+
+// Bounds of DrainPollWait.
+const (
+	minDrainPoll = 5 * time.Millisecond
+	maxDrainPoll = 100 * time.Millisecond
+)
+
+// DrainPollWait is how long Drain waits before it reads the unfinished
+// count again, having seen done of runs finished after elapsed: a quarter
+// of the time the rest should take at the rate so far, between 5 and
+// 100 ms. Reads are few while much remains and every 5 ms near the end,
+// so the drain's own queries take little of the CPU the engine and the
+// database share, and its end is still seen within 5 ms. (River's drain
+// reads nothing until its workers have seen every job.)
+func DrainPollWait(done, runs int, elapsed time.Duration) time.Duration {
+	if done <= 0 || elapsed <= 0 {
+		return 20 * time.Millisecond // no rate yet
+	}
+	rest := time.Duration(float64(elapsed) * float64(runs-done) / float64(done))
+	return min(max(rest/4, minDrainPoll), maxDrainPoll)
 }
 
 // Latencies starts n runs one at a time on a started engine and measures

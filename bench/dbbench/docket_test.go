@@ -104,3 +104,11 @@ func TestHistoryRunsAccumulateEveryMessage(t *testing.T) {
 		assert.NotEqual(t, history[0], history[1], "every node says something different")
 	}
 }
+
+func TestDrainPollsRarelyWhileMuchRemainsAndOftenNearTheEnd(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 20*time.Millisecond, dbbench.DrainPollWait(0, 1000, time.Second), "no rate yet")
+	assert.Equal(t, 100*time.Millisecond, dbbench.DrainPollWait(100, 1000, time.Second), "9 s to go")
+	assert.Equal(t, 25*time.Millisecond, dbbench.DrainPollWait(900, 1000, 900*time.Millisecond), "100 ms to go")
+	assert.Equal(t, 5*time.Millisecond, dbbench.DrainPollWait(999, 1000, time.Second), "the end is near")
+}
