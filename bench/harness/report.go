@@ -158,7 +158,7 @@ func (r *Report) CompareCost(scenario, ours, peer string, maxRatio float64) {
 		c.AllocRatio = o.Summary.AllocsPerOp / p.Summary.AllocsPerOp
 	}
 	c.Met = c.TimeRatio <= maxRatio && c.AllocRatio <= maxRatio
-	c.RoundRatios = roundRatios(o, p, 1, func(ours, peer float64) float64 { return ours / peer })
+	c.RoundRatios = roundRatios(o, p, 1, costRatio)
 	if p.Status == StatusRecorded {
 		c.Note = "peer figures recorded, not measured in this run"
 	}
@@ -291,6 +291,9 @@ func roundRatios(o, p Result, scale float64, ratio func(ours, peer float64) floa
 	}
 	return out
 }
+
+// costRatio is ours ÷ peer in time per operation.
+func costRatio(ours, peer float64) float64 { return ours / peer }
 
 // perSecondRatio is ours ÷ peer in operations per second, from times per
 // operation.

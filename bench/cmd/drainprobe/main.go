@@ -93,13 +93,13 @@ func main() {
 	_ = spans.take() // the start phase's spans
 	before, cpuKnown := readCPU()
 	res, err := d.Drain(ctx, *runs, 5*time.Minute)
-	after, _ := readCPU()
+	after, cpuStillKnown := readCPU()
 	if *mem != "" {
 		writeHeapProfile(*mem)
 	}
 	fmt.Printf("drained %d runs in %s: %.0f runs/s, %.0f step commits/s (err %v)\n", res.Jobs, res.Elapsed.Round(time.Millisecond),
 		float64(res.Jobs)/res.Elapsed.Seconds(), float64(res.Jobs*d.Steps)/res.Elapsed.Seconds(), err)
-	if cpuKnown {
+	if cpuKnown && cpuStillKnown {
 		fmt.Println(perStep(before, after, res.Jobs*d.Steps, res.Elapsed, runtime.NumCPU()))
 	}
 	if *spanStats {
