@@ -113,6 +113,7 @@ type Store struct {
 	// partitions are the owners whose claim partition this store has
 	// seen exist (partitions are never removed by Docket).
 	partitions sync.Map
+	wire       wireConfig
 }
 
 var _ ports.Backend = (*Store)(nil)
@@ -172,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	s := &Store{
 		pool:      cfg.Pool,
+		wire:      newWireConfig(cfg.Pool),
 		bun:       bun.NewDB(sqlDB, pgdialect.New()),
 		sqlDB:     sqlDB,
 		schema:    schema,

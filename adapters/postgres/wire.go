@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The batched commit is the engine's hottest statement, and pgx spends a
@@ -247,14 +248,42 @@ func appendTimestamptz(buf []byte, t time.Time) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(micros-y2kMicros))
 }
 
+// binaryResults asks for every result column in binary.
+var binaryResults = []int16{pgx.BinaryFormatCode}
+
+// wireConfig is what queryWire reads of the pool's connection settings,
+// read once: pgx copies a connection's whole configuration on every
+// Config call.
+type wireConfig struct {
+	// enabled: the pool caches prepared statements, so queryWire may
+	// prepare its own (not under an exec or simple-protocol mode, as
+	// behind a transaction-pooling proxy).
+	enabled bool
+	tracer  pgx.QueryTracer
+}
+
+func newWireConfig(pool *pgxpool.Pool) wireConfig {
+	cfg := pool.Config().ConnConfig
+	return wireConfig{enabled: cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement, tracer: cfg.Tracer}
+}
+
 // errWireUnsupported says queryWire could not send the statement itself.
 var errWireUnsupported = errors.New("docket postgres: statement not sent through pgconn")
+
+// wireNames caches wireName: a store sends a handful of statement texts
+// over and over.
+var wireNames sync.Map // sql -> name
 
 // wireName is the prepared statement name of sql: its own per text, so
 // two stores on one pool (two schemas) never collide.
 func wireName(sql string) string {
+	if name, ok := wireNames.Load(sql); ok {
+		return name.(string)
+	}
 	sum := sha256.Sum256([]byte(sql))
-	return "docket_wire_" + hex.EncodeToString(sum[:12])
+	name := "docket_wire_" + hex.EncodeToString(sum[:12])
+	wireNames.Store(sql, name)
+	return name
 }
 
 // queryWire runs sql with args on one pooled connection, binary
@@ -267,10 +296,10 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 		return err
 	}
 	defer conn.Release()
-	c := conn.Conn()
-	if c.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+	if !s.wire.enabled {
 		return errWireUnsupported
 	}
+	c := conn.Conn()
 	sd, err := c.Prepare(ctx, wireName(sql), sql) // a map lookup after the first call
 	if err != nil {
 		return err
@@ -280,11 +309,13 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 		return errWireUnsupported
 	}
 	defer w.release()
-	tracer := c.Config().Tracer
+	tracer := s.wire.tracer
 	if tracer != nil {
 		ctx = tracer.TraceQueryStart(ctx, c, pgx.TraceQueryStartData{SQL: sql, Args: args})
 	}
-	rr := c.PgConn().ExecPrepared(ctx, sd.Name, w.values, w.formats, []int16{pgx.BinaryFormatCode})
+	// The description's fields are known from the preparation, so no
+	// Describe goes with every execution.
+	rr := c.PgConn().ExecStatement(ctx, sd, w.values, w.formats, binaryResults)
 	var rowErr error
 	for rr.NextRow() {
 		if rowErr == nil {

@@ -436,8 +436,8 @@ func cloneNested(m map[string]any) map[string]any {
 // cloneMap deep-copies a portable map; one without containers inside (the
 // common state view of strings and numbers) is copied wholesale.
 func cloneMap(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
+	if len(m) == 0 {
+		return map[string]any{} // lighter than a clone of an empty map with room
 	}
 	for _, v := range m {
 		switch v.(type) {
