@@ -64,11 +64,20 @@ func (b *batcher[T]) submit(op string, p *pending[T]) error {
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
-	start := b.flushing == 0 || (b.flushing < b.maxFlushes && len(b.queue) >= parallelFlushAt)
+	lead := b.flushing == 0
+	start := lead || (b.flushing < b.maxFlushes && len(b.queue) >= parallelFlushAt)
 	if start {
 		b.flushing++
 	}
 	b.mu.Unlock()
+	if lead {
+		// No statement is in flight, so the queue held nothing before p
+		// and p leaves in the first batch: the caller sends it itself
+		// instead of handing it to a new goroutine and waiting to be
+		// woken, two scheduler hand-offs on the path of a lone write.
+		b.lead()
+		return <-p.result
+	}
 	if start {
 		go b.run()
 	}
@@ -95,19 +104,47 @@ func (b *batcher[T]) withdraw(p *pending[T]) {
 
 // run flushes batches until the queue is empty, then frees its slot.
 func (b *batcher[T]) run() {
-	for {
-		b.mu.Lock()
-		batch := b.take()
-		if len(batch) == 0 {
-			b.flushing--
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		ctx, release := batchContext(batch)
-		b.flush(ctx, batch)
-		release()
+	for batch := b.next(); len(batch) > 0; batch = b.next() {
+		b.send(batch)
 	}
+}
+
+// lead flushes one batch on the caller's goroutine and leaves what queued
+// meanwhile to a goroutine that keeps the slot.
+func (b *batcher[T]) lead() {
+	batch := b.next()
+	if len(batch) == 0 {
+		return // nothing to send; next freed the slot
+	}
+	b.send(batch)
+	b.mu.Lock()
+	idle := len(b.queue) == 0
+	if idle {
+		b.flushing--
+	}
+	b.mu.Unlock()
+	if !idle {
+		go b.run()
+	}
+}
+
+// next takes the next batch, or frees the caller's slot and returns none
+// when nothing waits.
+func (b *batcher[T]) next() []*pending[T] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch := b.take()
+	if len(batch) == 0 {
+		b.flushing--
+	}
+	return batch
+}
+
+// send writes one batch and delivers every write's outcome.
+func (b *batcher[T]) send(batch []*pending[T]) {
+	ctx, release := batchContext(batch)
+	b.flush(ctx, batch)
+	release()
 }
 
 // take removes up to maxBatch queued writes, oldest first, at most one
