@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -152,4 +154,68 @@ func TestABatchStatementIsCancelledOnlyWhenEveryCallerGaveUp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the statement outlived every caller")
 	}
+}
+
+// A write that finds no statement in flight is sent on its caller's
+// goroutine, and its caller returns once its own batch is written: the
+// writes that queued meanwhile leave on another goroutine.
+func TestALoneWriteIsSentByItsCallerWhoDoesNotWaitForLaterBatches(t *testing.T) {
+	t.Parallel()
+	releases := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	var mu sync.Mutex
+	var onCaller []bool
+	b := &batcher[int]{maxBatch: 8, maxFlushes: 1, flush: func(_ context.Context, batch []*pending[int]) {
+		stack := make([]byte, 64<<10)
+		stack = stack[:runtime.Stack(stack, false)]
+		if i := bytes.Index(stack, []byte("\ncreated by ")); i >= 0 {
+			stack = stack[:i] // this goroutine's own frames only
+		}
+		mu.Lock()
+		n := len(onCaller)
+		onCaller = append(onCaller, bytes.Contains(stack, []byte("submitAsCaller")))
+		mu.Unlock()
+		<-releases[n]
+		for _, p := range batch {
+			p.result <- nil
+		}
+	}}
+	flushes := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(onCaller)
+	}
+	lone := make(chan error, 1)
+	go func() { lone <- submitAsCaller(b, "a") }()
+	require.Eventually(t, func() bool { return flushes() == 1 }, 5*time.Second, time.Millisecond)
+	queued := make(chan error, 2)
+	for _, id := range []string{"b", "c"} {
+		go func() { queued <- submitAsCaller(b, id) }()
+	}
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 2
+	}, 5*time.Second, time.Millisecond)
+
+	close(releases[0])
+	require.NoError(t, <-lone, "the lone write's caller returns with its own batch")
+	require.Eventually(t, func() bool { return flushes() == 2 }, 5*time.Second, time.Millisecond)
+	close(releases[1])
+	for range 2 {
+		require.NoError(t, <-queued)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []bool{true, false}, onCaller, "the lone write is flushed on its caller's goroutine, the queued ones on another")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Zero(t, b.flushing, "every flush slot is free again")
+}
+
+// submitAsCaller submits a write for runID; a flush that finds this
+// function on its stack runs on the submitting goroutine.
+//
+//go:noinline
+func submitAsCaller(b *batcher[int], runID string) error {
+	return b.submit("test", newPending(context.Background(), runID, 0))
 }
