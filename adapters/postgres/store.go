@@ -114,6 +114,7 @@ type Store struct {
 	// seen exist (partitions are never removed by Docket).
 	partitions sync.Map
 	wire       wireConfig
+	wireNames  sync.Map // statement text -> prepared statement name
 }
 
 var _ ports.Backend = (*Store)(nil)

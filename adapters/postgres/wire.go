@@ -270,19 +270,16 @@ func newWireConfig(pool *pgxpool.Pool) wireConfig {
 // errWireUnsupported says queryWire could not send the statement itself.
 var errWireUnsupported = errors.New("docket postgres: statement not sent through pgconn")
 
-// wireNames caches wireName: a store sends a handful of statement texts
-// over and over.
-var wireNames sync.Map // sql -> name
-
 // wireName is the prepared statement name of sql: its own per text, so
-// two stores on one pool (two schemas) never collide.
-func wireName(sql string) string {
-	if name, ok := wireNames.Load(sql); ok {
+// two stores on one pool (two schemas) never collide. A store sends a
+// handful of texts over and over, so it keeps their names.
+func (s *Store) wireName(sql string) string {
+	if name, ok := s.wireNames.Load(sql); ok {
 		return name.(string)
 	}
 	sum := sha256.Sum256([]byte(sql))
 	name := "docket_wire_" + hex.EncodeToString(sum[:12])
-	wireNames.Store(sql, name)
+	s.wireNames.Store(sql, name)
 	return name
 }
 
@@ -300,7 +297,7 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 		return errWireUnsupported
 	}
 	c := conn.Conn()
-	sd, err := c.Prepare(ctx, wireName(sql), sql) // a map lookup after the first call
+	sd, err := c.Prepare(ctx, s.wireName(sql), sql) // a map lookup after the first call
 	if err != nil {
 		return err
 	}
