@@ -20,7 +20,7 @@ func main() {
 	runs := flag.Int("runs", 2000, "runs to drain")
 	conc := flag.Int("c", 32, "dispatcher concurrency")
 	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
-	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain")
+	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain (or of the -latency runs)")
 	mem := flag.String("memprofile", "", "write a heap profile of the drain's allocations")
 	keep := flag.Bool("keep", false, "keep the database")
 	stacks := flag.String("goroutines", "", "write a goroutine profile three seconds into the drain")
@@ -63,7 +63,13 @@ func main() {
 		}
 	}
 	if *lat > 0 {
-		if err := latency(ctx, d, spans, *lat); err != nil {
+		if *cpu != "" {
+			f, _ := os.Create(*cpu)
+			_ = pprof.StartCPUProfile(f)
+		}
+		err := latency(ctx, d, spans, *lat)
+		pprof.StopCPUProfile()
+		if err != nil {
 			log.Fatal(err)
 		}
 		d.Close(ctx)
