@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -110,13 +111,29 @@ func (b *batcher[T]) run() {
 }
 
 // lead flushes one batch on the caller's goroutine and leaves what queued
-// meanwhile to a goroutine that keeps the slot.
+// meanwhile to a goroutine that keeps the slot. A panic in the flush goes
+// on to the caller (whose recovery, a vehicle's say, then sees it), but
+// only after the batch's writes have an outcome and the slot is handed
+// on, so the lane keeps moving.
 func (b *batcher[T]) lead() {
 	batch := b.next()
 	if len(batch) == 0 {
 		return // nothing to send; next freed the slot
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			failUndelivered(batch, fmt.Errorf("docket postgres: batched write panicked: %v", p))
+			b.handOn()
+			panic(p)
+		}
+	}()
 	b.send(batch)
+	b.handOn()
+}
+
+// handOn frees the caller's slot when nothing waits, and otherwise leaves
+// the slot to a goroutine that flushes what waits.
+func (b *batcher[T]) handOn() {
 	b.mu.Lock()
 	idle := len(b.queue) == 0
 	if idle {
@@ -125,6 +142,17 @@ func (b *batcher[T]) lead() {
 	b.mu.Unlock()
 	if !idle {
 		go b.run()
+	}
+}
+
+// failUndelivered gives err to every write of batch that has no outcome
+// yet (a result channel holds one; a full one already has its outcome).
+func failUndelivered[T any](batch []*pending[T], err error) {
+	for _, p := range batch {
+		select {
+		case p.result <- err:
+		default:
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -218,4 +219,49 @@ func TestALoneWriteIsSentByItsCallerWhoDoesNotWaitForLaterBatches(t *testing.T) 
 //go:noinline
 func submitAsCaller(b *batcher[int], runID string) error {
 	return b.submit("test", newPending(context.Background(), runID, 0))
+}
+
+// A flush that panics on a lone write's goroutine panics its caller, as a
+// flusher goroutine's panic would end the process, but the lane is not
+// left jammed: the next write is sent and every slot is free again.
+func TestAPanickingFlushOnTheCallersGoroutineLeavesTheLaneMoving(t *testing.T) {
+	t.Parallel()
+	b := &batcher[int]{maxBatch: 8, maxFlushes: 1, flush: func(_ context.Context, batch []*pending[int]) {
+		if batch[0].runID == "boom" {
+			panic("flush failed")
+		}
+		for _, p := range batch {
+			p.result <- nil
+		}
+	}}
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		_ = b.submit("test", newPending(context.Background(), "boom", 0))
+		return nil
+	}()
+	assert.Equal(t, "flush failed", panicked, "the caller sees the flush's panic")
+
+	done := make(chan error, 1)
+	go func() { done <- b.submit("test", newPending(context.Background(), "next", 0)) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lane stayed jammed after the panic")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Zero(t, b.flushing, "every flush slot is free again")
+}
+
+// The writes of a batch whose flush panicked get an error, except those
+// that already had their outcome.
+func TestFailUndeliveredGivesAnErrorOnlyToWritesWithoutOutcome(t *testing.T) {
+	t.Parallel()
+	delivered := newPending(context.Background(), "a", 0)
+	delivered.result <- nil
+	waiting := newPending(context.Background(), "b", 0)
+	failUndelivered([]*pending[int]{delivered, waiting}, errors.New("boom"))
+	assert.NoError(t, <-delivered.result, "an outcome already delivered stays")
+	assert.EqualError(t, <-waiting.result, "boom")
 }
