@@ -36,6 +36,10 @@ type batcher[T any] struct {
 	maxFlushes int
 	// flush writes one batch and delivers every write's outcome.
 	flush func(ctx context.Context, batch []*pending[T])
+	// release, when set, frees what a write's arguments hold (pooled
+	// buffers) once its statement has been sent and answered, or once the
+	// write was withdrawn unsent: nothing reads them after that.
+	release func(T)
 
 	mu       sync.Mutex
 	queue    []*pending[T]
@@ -86,21 +90,25 @@ func (b *batcher[T]) submit(op string, p *pending[T]) error {
 	case err := <-p.result:
 		return err
 	case <-p.ctx.Done():
-		b.withdraw(p)
+		if b.withdraw(p) && b.release != nil {
+			b.release(p.args) // never sent: no batch holds it
+		}
 		return dbError(op, p.ctx.Err())
 	}
 }
 
-// withdraw removes p from the queue if no batch has taken it yet.
-func (b *batcher[T]) withdraw(p *pending[T]) {
+// withdraw removes p from the queue if no batch has taken it yet, and
+// reports whether it did.
+func (b *batcher[T]) withdraw(p *pending[T]) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, q := range b.queue {
 		if q == p {
 			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // run flushes batches until the queue is empty, then frees its slot.
@@ -168,11 +176,17 @@ func (b *batcher[T]) next() []*pending[T] {
 	return batch
 }
 
-// send writes one batch and delivers every write's outcome.
+// send writes one batch and delivers every write's outcome, then frees
+// what the writes' arguments hold.
 func (b *batcher[T]) send(batch []*pending[T]) {
-	ctx, release := batchContext(batch)
+	ctx, stop := batchContext(batch)
 	b.flush(ctx, batch)
-	release()
+	stop()
+	if b.release != nil {
+		for _, p := range batch {
+			b.release(p.args)
+		}
+	}
 }
 
 // take removes up to maxBatch queued writes, oldest first, at most one

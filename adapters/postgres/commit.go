@@ -76,17 +76,21 @@ type commitRow struct {
 }
 
 func newCommitRow(scope ports.Scope, m *run.Moment, sched ports.Schedule, token tokenParam, events []run.Event) (commitRow, error) {
-	doc, err := encodeDocument(m.Run)
+	doc, err := encodeDocumentPooled(m.Run)
 	if err != nil {
 		return commitRow{}, err
 	}
 	arrays, err := encodeEvents(m.Run.ID, events)
 	if err != nil {
+		doc.release()
 		return commitRow{}, err
 	}
 	return commitRow{scope: scope, moment: m, fence: m, token: token, sched: scheduleKind(sched), at: optTime(sched.At),
 		doc: doc, events: events, arrays: arrays}, nil
 }
+
+// release returns the row's pooled document buffer (batcher.release).
+func (c commitRow) release() { c.doc.release() }
 
 // scheduleKind is a schedule's name in the commit statements.
 func scheduleKind(sched ports.Schedule) string {

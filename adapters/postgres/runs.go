@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -149,6 +150,17 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 type document struct {
 	state []byte
 	step  int32
+	// buf holds state when it was written into a pooled buffer
+	// (encodeDocumentPooled); release returns it.
+	buf *value.Scratch
+}
+
+// release returns a pooled document's buffer; its state must not be read
+// after.
+func (d document) release() {
+	if d.buf != nil {
+		d.buf.Release()
+	}
 }
 
 // encodeDocument encodes a run whose moment has passed ports.ValidateMoment
@@ -163,6 +175,24 @@ func encodeDocument(r *run.Run) (document, error) {
 		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: err.Error()}
 	}
 	return document{state: state, step: int32(r.Step)}, nil
+}
+
+// encodeDocumentPooled is encodeDocument into a pooled buffer, for a
+// claimed commit: its batch releases the buffer once the statement has
+// been sent (the driver has copied the bytes by then), which saves a copy
+// and an allocation of the whole document, history and all, per commit.
+func encodeDocumentPooled(r *run.Run) (document, error) {
+	if r.Step > math.MaxInt32 {
+		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: fmt.Sprintf("step %d is out of range", r.Step)}
+	}
+	scratch := value.GetScratch()
+	state, err := run.AppendValidated(scratch.B, r)
+	scratch.B = state
+	if err != nil {
+		scratch.Release()
+		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: err.Error()}
+	}
+	return document{state: state, step: int32(r.Step), buf: scratch}, nil
 }
 
 // FetchRun returns the last committed run (see ports.RunStore).

@@ -191,6 +191,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	commits.flush = s.flushCommits
 	closings.flush = s.flushCommits
 	inserts.flush = s.flushInserts
+	commits.release = commitRow.release
+	closings.release = commitRow.release
 	return s, nil
 }
 

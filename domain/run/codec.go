@@ -55,13 +55,24 @@ func EncodeValidated(r *Run) ([]byte, error) {
 	// regrown from a few kilobytes, copy after copy, on every commit.
 	scratch := value.GetScratch()
 	defer scratch.Release()
-	w := writer{b: scratch.B}
-	w.run(r)
-	scratch.B = w.b
-	if w.err != nil {
-		return nil, w.err
+	b, err := AppendValidated(scratch.B, r)
+	scratch.B = b
+	if err != nil {
+		return nil, err
 	}
-	return bytes.Clone(w.b), nil
+	return bytes.Clone(b), nil
+}
+
+// AppendValidated appends EncodeValidated's document of r to dst, for a
+// caller that keeps its own (pooled) buffer; on error dst is returned
+// unchanged in length.
+func AppendValidated(dst []byte, r *Run) ([]byte, error) {
+	w := writer{b: dst}
+	w.run(r)
+	if w.err != nil {
+		return w.b[:len(dst)], w.err
+	}
+	return w.b, nil
 }
 
 // writer emits canonical JSON for an already validated run, appending to a

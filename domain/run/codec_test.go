@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,10 @@ func TestCodecRoundTripProperty(t *testing.T) {
 		validated, err := EncodeValidated(r)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(b, validated), "a validated run encodes to the same bytes without the second check")
+		prefix := []byte("kept:")
+		appended, err := AppendValidated(slices.Clip(prefix), r)
+		require.NoError(t, err)
+		require.Equal(t, append([]byte("kept:"), b...), appended, "AppendValidated appends the same bytes after what dst held")
 		assertCanonical(t, b)
 	})
 }
