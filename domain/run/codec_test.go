@@ -102,6 +102,19 @@ func TestEncodeRefusesAnInvalidRun(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidRun)
 }
 
+// A value that is not portable fails even the encoders that skip
+// validation; AppendValidated then leaves dst's bytes as they were.
+func TestValidatedEncodersRefuseAValueThatIsNotPortable(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.Metadata = map[string]any{"callback": func() {}}
+	_, err := EncodeValidated(r)
+	assert.Error(t, err)
+	dst, err := AppendValidated([]byte("kept"), r)
+	assert.Error(t, err)
+	assert.Equal(t, []byte("kept"), dst)
+}
+
 // A channel leaves out a nil barrier set and a nil value; documents that
 // write them as null (the earlier form) read back as the same run.
 func TestChannelsLeaveOutAbsentBarriersAndValues(t *testing.T) {
