@@ -25,7 +25,7 @@ const parallelFlushAt = 4
 
 // batcher groups concurrent writes of different runs into shared
 // statements (group commit). A write that finds no statement in flight is
-// sent at once, alone; writes that arrive while one is in flight queue and
+// sent at once, alone, by its own caller; writes that arrive while one is in flight queue and
 // leave together when a flush slot takes them, up to maxBatch per
 // statement, and a further slot (up to maxFlushes) starts only once
 // parallelFlushAt writes wait. So a lone write never waits for company,
