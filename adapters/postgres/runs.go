@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -165,16 +166,14 @@ func (d document) release() {
 
 // encodeDocument encodes a run whose moment has passed ports.ValidateMoment
 // (every caller checks the proposal first), so the run is not validated a
-// second time.
+// second time. Its bytes are its own (see encodeDocumentPooled).
 func encodeDocument(r *run.Run) (document, error) {
-	if r.Step > math.MaxInt32 {
-		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: fmt.Sprintf("step %d is out of range", r.Step)}
-	}
-	state, err := run.EncodeValidated(r)
+	d, err := encodeDocumentPooled(r)
 	if err != nil {
-		return document{}, &ports.InvalidCommitError{RunID: r.ID, Reason: err.Error()}
+		return document{}, err
 	}
-	return document{state: state, step: int32(r.Step)}, nil
+	defer d.release()
+	return document{state: bytes.Clone(d.state), step: d.step}, nil
 }
 
 // encodeDocumentPooled is encodeDocument into a pooled buffer, for a

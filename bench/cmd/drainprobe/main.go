@@ -63,12 +63,9 @@ func main() {
 		}
 	}
 	if *lat > 0 {
-		if *cpu != "" {
-			f, _ := os.Create(*cpu)
-			_ = pprof.StartCPUProfile(f)
-		}
+		stop := startCPUProfile(*cpu)
 		err := latency(ctx, d, spans, *lat)
-		pprof.StopCPUProfile()
+		stop()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -80,11 +77,7 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("started %d runs in %s (%.0f/s)\n", *runs, time.Since(t0).Round(time.Millisecond), float64(*runs)/time.Since(t0).Seconds())
-	if *cpu != "" {
-		f, _ := os.Create(*cpu)
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
+	defer startCPUProfile(*cpu)()
 	if *stacks != "" {
 		time.AfterFunc(3*time.Second, func() {
 			f, _ := os.Create(*stacks)
@@ -118,6 +111,25 @@ func main() {
 		fmt.Println("database", db.Name)
 	}
 	d.Close(ctx)
+}
+
+// startCPUProfile profiles the CPU into path until the returned stop is
+// called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // writeHeapProfile writes the allocations counted since the profile rate
