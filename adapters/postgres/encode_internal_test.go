@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -257,3 +258,70 @@ func BenchmarkEncodeEvents(b *testing.B) {
 		}
 	}
 }
+
+// TestExecutionSizeIsWhatPgxSends pins the size reserved for a statement's
+// execution to the bytes pgx encodes for it: the reservation is exact, and
+// it adds no bytes of its own to what goes out.
+func TestExecutionSizeIsWhatPgxSends(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := &wireArgs{}
+		for _, size := range rapid.SliceOf(rapid.IntRange(-1, 3000)).Draw(t, "params") {
+			var v []byte
+			if size >= 0 {
+				v = bytes.Repeat([]byte{'x'}, size)
+			}
+			w.values = append(w.values, v)
+			w.formats = append(w.formats, pgx.BinaryFormatCode)
+		}
+		name := rapid.StringMatching(`[a-z_0-9]{0,40}`).Draw(t, "name")
+
+		var plain, reserved bytes.Buffer
+		send := func(out *bytes.Buffer, reserve bool) {
+			f := pgproto3.NewFrontend(bytes.NewReader(nil), out)
+			if reserve {
+				reserveMessage(f, executionSize(name, w))
+			}
+			f.SendBind(&pgproto3.Bind{PreparedStatement: name, ParameterFormatCodes: w.formats, Parameters: w.values, ResultFormatCodes: binaryResults})
+			f.SendExecute(&pgproto3.Execute{})
+			f.SendSync(&pgproto3.Sync{})
+			require.NoError(t, f.Flush())
+		}
+		send(&plain, false)
+		send(&reserved, true)
+		require.Equal(t, plain.Len(), executionSize(name, w), "reserved size")
+		require.True(t, bytes.Equal(plain.Bytes(), reserved.Bytes()), "a reservation changed the bytes sent")
+	})
+}
+
+// TestALargeExecutionGrowsTheSendBufferOnce checks that a batch of large
+// documents is written into one buffer of its final size, not copied into
+// ever larger ones parameter by parameter: with the reservation, the
+// allocations of an execution do not grow with its size.
+func TestALargeExecutionGrowsTheSendBufferOnce(t *testing.T) {
+	allocs := func(params int, reserve bool) float64 {
+		w := &wireArgs{}
+		for range params {
+			w.values = append(w.values, bytes.Repeat([]byte{'x'}, 4000))
+			w.formats = append(w.formats, pgx.BinaryFormatCode)
+		}
+		f := pgproto3.NewFrontend(bytes.NewReader(nil), discard{})
+		return testing.AllocsPerRun(20, func() {
+			if reserve {
+				reserveMessage(f, executionSize("docket_commit", w))
+			}
+			f.SendBind(&pgproto3.Bind{PreparedStatement: "docket_commit", ParameterFormatCodes: w.formats, Parameters: w.values, ResultFormatCodes: binaryResults})
+			f.SendExecute(&pgproto3.Execute{})
+			f.SendSync(&pgproto3.Sync{})
+			require.NoError(t, f.Flush())
+		})
+	}
+	small, large := allocs(8, true), allocs(64, true)
+	t.Logf("allocations per execution, reserved: %v for 8 parameters, %v for 64; not reserved: %v and %v",
+		small, large, allocs(8, false), allocs(64, false))
+	require.Equal(t, small, large, "allocations grew with the message")
+	require.Less(t, large, allocs(64, false))
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -312,7 +313,9 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 	}
 	// The description's fields are known from the preparation, so no
 	// Describe goes with every execution.
-	rr := c.PgConn().ExecStatement(ctx, sd, w.values, w.formats, binaryResults)
+	pc := c.PgConn()
+	reserveMessage(pc.Frontend(), executionSize(sd.Name, w))
+	rr := pc.ExecStatement(ctx, sd, w.values, w.formats, binaryResults)
 	var rowErr error
 	for rr.NextRow() {
 		if rowErr == nil {
@@ -328,6 +331,47 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 	}
 	return err
 }
+
+// executionSize is the length of the Bind, Execute and Sync messages that
+// execute the statement named name with w's parameters.
+func executionSize(name string, w *wireArgs) int {
+	const (
+		header      = 5                      // type byte and length
+		bindFixed   = header + 1 + 1 + 2 + 2 // empty portal, name terminator, counts
+		resultCodes = 2 + 2                  // one binary result format
+		execute     = header + 1 + 4         // empty portal, row limit
+		sync        = header
+	)
+	n := bindFixed + len(name) + 2*len(w.formats) + resultCodes + execute + sync
+	for _, v := range w.values {
+		n += 4 + len(v)
+	}
+	return n
+}
+
+// reserveMessage makes room for n more bytes in f's send buffer. pgx
+// starts every statement in a buffer of 1 KB and grows it parameter by
+// parameter, so a batch of run documents was copied into ever larger
+// buffers; one growth to the final size replaces that series.
+func reserveMessage(f *pgproto3.Frontend, n int) {
+	if n <= minMessageBuffer {
+		return
+	}
+	f.Send(reservation(n))
+}
+
+// minMessageBuffer is what pgx's send buffer holds after every flush.
+const minMessageBuffer = 1024
+
+// reservation is a frontend message of no bytes that grows the buffer it
+// is encoded into by its own value.
+type reservation int
+
+func (reservation) Frontend() {}
+func (reservation) Decode([]byte) error {
+	return errors.New("docket postgres: a reservation is never received")
+}
+func (r reservation) Encode(dst []byte) ([]byte, error) { return slices.Grow(dst, int(r)), nil }
 
 // wireInt decodes a binary int2, int4 or int8 result value.
 func wireInt(v []byte) (int64, error) {
