@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -18,7 +19,21 @@ const maxDepth = 10000
 // load of a run. It is stricter: duplicate object keys and invalid UTF-8
 // are errors, since Encode never writes them.
 func parseJSON(b []byte) (any, error) {
-	p := parser{b: b}
+	stack := memberStacks.Get().(*[]member)
+	p := parser{b: b, members: (*stack)[:0]}
+	defer func() {
+		// Only a stack of ordinary size goes back: one document of huge
+		// objects must not keep its stack alive for every later parse.
+		if cap(p.members) <= maxPooledMembers {
+			if p.err != nil {
+				// A failed parse leaves members on the stack; an object
+				// clears its own only once built.
+				clear(p.members[:cap(p.members)])
+			}
+			*stack = p.members[:0]
+			memberStacks.Put(stack)
+		}
+	}()
 	p.space()
 	v := p.value(0)
 	if p.err == nil {
@@ -32,6 +47,16 @@ func parseJSON(b []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// memberStacks recycles the parsers' member stacks: a run is decoded at
+// every claim, and its stack regrew from nothing each time.
+var memberStacks = sync.Pool{New: func() any {
+	s := make([]member, 0, 32)
+	return &s
+}}
+
+// maxPooledMembers bounds the stacks memberStacks keeps.
+const maxPooledMembers = 4096
 
 type parser struct {
 	b   []byte

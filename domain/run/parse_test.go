@@ -79,6 +79,19 @@ func TestParseJSON(t *testing.T) {
 	}
 }
 
+// TestParseJSONAfterAFailedParse checks that the recycled member stack
+// carries nothing from a parse that failed inside nested objects into the
+// next one.
+func TestParseJSONAfterAFailedParse(t *testing.T) {
+	for range 50 {
+		_, err := parseJSON([]byte(`{"a":1,"b":{"c":2,"d":{"e":3,"f":`))
+		require.Error(t, err)
+		got, err := parseJSON([]byte(`{"x":{"y":1},"z":2}`))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"x": map[string]any{"y": int64(1)}, "z": int64(2)}, got)
+	}
+}
+
 // FuzzParseJSON holds the fast parser to value.DecodeJSON: whatever it
 // accepts, the reference decoder accepts with an equal value.
 func FuzzParseJSON(f *testing.F) {
