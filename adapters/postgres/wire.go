@@ -364,7 +364,8 @@ func reserveMessage(f *pgproto3.Frontend, n int) {
 const minMessageBuffer = 1024
 
 // reservation is a frontend message of no bytes that grows the buffer it
-// is encoded into by its own value.
+// is encoded into by its own value (a pgproto3 trace, if one is on, lists
+// it as an unknown message of length 0).
 type reservation int
 
 func (reservation) Frontend() {}
