@@ -276,18 +276,8 @@ func TestExecutionSizeIsWhatPgxSends(t *testing.T) {
 		name := rapid.StringMatching(`[a-z_0-9]{0,40}`).Draw(t, "name")
 
 		var plain, reserved bytes.Buffer
-		send := func(out *bytes.Buffer, reserve bool) {
-			f := pgproto3.NewFrontend(bytes.NewReader(nil), out)
-			if reserve {
-				reserveMessage(f, executionSize(name, w))
-			}
-			f.SendBind(&pgproto3.Bind{PreparedStatement: name, ParameterFormatCodes: w.formats, Parameters: w.values, ResultFormatCodes: binaryResults})
-			f.SendExecute(&pgproto3.Execute{})
-			f.SendSync(&pgproto3.Sync{})
-			require.NoError(t, f.Flush())
-		}
-		send(&plain, false)
-		send(&reserved, true)
+		sendExecution(t, pgproto3.NewFrontend(bytes.NewReader(nil), &plain), name, w, false)
+		sendExecution(t, pgproto3.NewFrontend(bytes.NewReader(nil), &reserved), name, w, true)
 		require.Equal(t, plain.Len(), executionSize(name, w), "reserved size")
 		require.True(t, bytes.Equal(plain.Bytes(), reserved.Bytes()), "a reservation changed the bytes sent")
 	})
@@ -305,21 +295,25 @@ func TestALargeExecutionGrowsTheSendBufferOnce(t *testing.T) {
 			w.formats = append(w.formats, pgx.BinaryFormatCode)
 		}
 		f := pgproto3.NewFrontend(bytes.NewReader(nil), discard{})
-		return testing.AllocsPerRun(20, func() {
-			if reserve {
-				reserveMessage(f, executionSize("docket_commit", w))
-			}
-			f.SendBind(&pgproto3.Bind{PreparedStatement: "docket_commit", ParameterFormatCodes: w.formats, Parameters: w.values, ResultFormatCodes: binaryResults})
-			f.SendExecute(&pgproto3.Execute{})
-			f.SendSync(&pgproto3.Sync{})
-			require.NoError(t, f.Flush())
-		})
+		return testing.AllocsPerRun(20, func() { sendExecution(t, f, "docket_commit", w, reserve) })
 	}
 	small, large := allocs(8, true), allocs(64, true)
 	t.Logf("allocations per execution, reserved: %v for 8 parameters, %v for 64; not reserved: %v and %v",
 		small, large, allocs(8, false), allocs(64, false))
 	require.Equal(t, small, large, "allocations grew with the message")
 	require.Less(t, large, allocs(64, false))
+}
+
+// sendExecution sends what ExecStatement sends to execute the statement
+// name with w's parameters, after a reservation when reserve is set.
+func sendExecution(t require.TestingT, f *pgproto3.Frontend, name string, w *wireArgs, reserve bool) {
+	if reserve {
+		reserveMessage(f, executionSize(name, w))
+	}
+	f.SendBind(&pgproto3.Bind{PreparedStatement: name, ParameterFormatCodes: w.formats, Parameters: w.values, ResultFormatCodes: binaryResults})
+	f.SendExecute(&pgproto3.Execute{})
+	f.SendSync(&pgproto3.Sync{})
+	require.NoError(t, f.Flush())
 }
 
 type discard struct{}
