@@ -314,7 +314,11 @@ func (s *Store) queryWire(ctx context.Context, sql string, args []any, row func(
 	// The description's fields are known from the preparation, so no
 	// Describe goes with every execution.
 	pc := c.PgConn()
-	reserveMessage(pc.Frontend(), executionSize(sd.Name, w))
+	if ctx.Err() == nil {
+		// A cancelled execution sends nothing, and pgx would keep the
+		// reserved room on the connection until its next large message.
+		reserveMessage(pc.Frontend(), executionSize(sd.Name, w))
+	}
 	rr := pc.ExecStatement(ctx, sd, w.values, w.formats, binaryResults)
 	var rowErr error
 	for rr.NextRow() {
