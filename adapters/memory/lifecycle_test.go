@@ -90,21 +90,21 @@ func TestStoredStateCannotBeAliased(t *testing.T) {
 
 	// Mutate everything the caller holds: the proposal and every result.
 	m.Run.Input["n"] = int64(99)
-	m.Events[0].Metadata["checkpoint_seq"] = int64(99)
+	m.Events[len(m.Events)-1].Metadata.Seq = 99
 	inserted.Input["n"] = int64(98)
 	fetched, err := f.store.FetchRun(f.ctx, ports.Tenantless(), "run-1")
 	require.NoError(t, err)
 	fetched.Input["n"] = int64(97)
 	ev, err := f.store.FetchEvent(f.ctx, ports.Tenantless(), "run-1", 1)
 	require.NoError(t, err)
-	ev.Metadata["checkpoint_seq"] = int64(96)
+	ev.Metadata.Map()["checkpoint_seq"] = int64(96)
 
 	again, err := f.store.FetchRun(f.ctx, ports.Tenantless(), "run-1")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), again.Input["n"])
 	ev, err = f.store.FetchEvent(f.ctx, ports.Tenantless(), "run-1", 1)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), ev.Metadata["checkpoint_seq"])
+	assert.Equal(t, int64(1), ev.Metadata.Map()["checkpoint_seq"])
 }
 
 func TestCommitIsAllOrNothingOnEventConflict(t *testing.T) {

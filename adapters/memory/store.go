@@ -215,6 +215,6 @@ func cloneValue(v any) any {
 
 func cloneEvent(e run.Event) run.Event {
 	e.Payload = cloneMap(e.Payload)
-	e.Metadata = cloneMap(e.Metadata)
+	e.Metadata = e.Metadata.Clone()
 	return e
 }

@@ -80,8 +80,9 @@ func (a *eventArrays) append(b eventArrays) {
 }
 
 // encodeEvents turns normalized events (sorted, de-duplicated, µs UTC) into
-// arrays. Payload and metadata are value.Canonical bytes of the map (nil
-// and empty alike as {}), so byte equality in SQL is content equality.
+// arrays. Payloads are value.Canonical bytes of the map (nil and empty
+// alike as {}), metadata the same bytes of its wire form, written without
+// building the map; so byte equality in SQL is content equality.
 func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 	a := newEventArrays(len(events))
 	// Every payload and metadata map is encoded into one pooled buffer and
@@ -117,8 +118,12 @@ func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 		if err := encode(e.Payload); err != nil {
 			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 		}
-		if err := encode(e.Metadata); err != nil {
-			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d metadata: %v", e.Seq, err)}
+		if e.Metadata == nil {
+			spans = append(spans, span{-1, -1})
+		} else {
+			start := len(buf)
+			buf = e.Metadata.AppendCanonical(buf)
+			spans = append(spans, span{start, len(buf)})
 		}
 		a.seqs = append(a.seqs, e.Seq)
 		a.types = append(a.types, string(e.Type))
@@ -203,9 +208,13 @@ func (e *eventRow) decode(runID string) (run.Event, error) {
 	if err != nil {
 		return corrupt("payload: %v", err)
 	}
-	metadata, err := decodeMap(e.metadata)
+	wire, err := decodeMap(e.metadata)
 	if err != nil {
 		return corrupt("metadata: %v", err)
+	}
+	metadata, err := run.ParseCheckpointMetadata(wire)
+	if err != nil {
+		return corrupt("%v", err)
 	}
 	return run.Event{
 		RunID:     runID,

@@ -48,7 +48,7 @@ func chainBatch(tb testing.TB, n int) []*pending[commitRow] {
 			{Seq: 13, Type: run.EventNodeCompleted, Step: 3, NodeID: "n02", Payload: map[string]any{"attempt": 1}, Timestamp: now},
 			{Seq: 14, Type: run.EventChannelUpdated, Step: 3, ChannelID: "state:n02", Payload: map[string]any{"writers": []any{"n02"}}, Timestamp: now},
 			{Seq: 15, Type: run.EventEdgeTriggered, Step: 3, Payload: map[string]any{"edge_id": "e_n03", "to": "n03"}, Timestamp: now},
-			{Seq: 16, Type: run.EventCheckpointCommitted, Step: 3, Metadata: map[string]any{"checkpoint_seq": 4}, Timestamp: now},
+			{Seq: 16, Type: run.EventCheckpointCommitted, Step: 3, Metadata: &run.CheckpointMetadata{Seq: 4}, Timestamp: now},
 		}
 		arrays, err := encodeEvents(r.ID, events)
 		require.NoError(tb, err)
@@ -237,18 +237,16 @@ func BenchmarkEncodeClaimedBatch(b *testing.B) {
 func BenchmarkEncodeEvents(b *testing.B) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	empty := map[string]any{}
-	meta := func(seq int64, ctype string) map[string]any {
-		return map[string]any{"checkpoint_seq": seq, "checkpoint_type": ctype, "graph_step": int64(1),
-			"active_superstep": nil, "wake_disposition": "continue", "park_reason": nil,
-			"node_attempts": []any{map[string]any{"task_id": "t_1", "node_id": "n00", "attempted": int64(1),
-				"outcome": "completed", "next_scheduled_attempt": nil}}}
+	meta := func(seq int64, ctype run.CheckpointType) *run.CheckpointMetadata {
+		return &run.CheckpointMetadata{Seq: seq, Type: ctype, GraphStep: 1, WakeDisposition: run.DispositionContinue,
+			NodeAttempts: []run.NodeAttempt{{TaskID: "t_1", NodeID: "n00", Attempted: 1, Outcome: run.OutcomeCompleted}}}
 	}
 	events := []run.Event{
-		{Seq: 5, Type: run.EventNodeCompleted, NodeID: "n00", TaskID: "t_1", Payload: map[string]any{"attempt": int64(1)}, Metadata: empty, Timestamp: now},
-		{Seq: 6, Type: run.EventChannelUpdated, ChannelID: "state:n00", Payload: map[string]any{"writers": []any{"n00"}}, Metadata: empty, Timestamp: now},
-		{Seq: 7, Type: run.EventEdgeTriggered, ChannelID: "edge:e_finish", Payload: map[string]any{"edge_id": "e_finish", "to": "$finish"}, Metadata: empty, Timestamp: now},
+		{Seq: 5, Type: run.EventNodeCompleted, NodeID: "n00", TaskID: "t_1", Payload: map[string]any{"attempt": int64(1)}, Timestamp: now},
+		{Seq: 6, Type: run.EventChannelUpdated, ChannelID: "state:n00", Payload: map[string]any{"writers": []any{"n00"}}, Timestamp: now},
+		{Seq: 7, Type: run.EventEdgeTriggered, ChannelID: "edge:e_finish", Payload: map[string]any{"edge_id": "e_finish", "to": "$finish"}, Timestamp: now},
 		{Seq: 8, Type: run.EventCheckpointCommitted, Step: 1, Payload: empty, Metadata: meta(2, "step_committed"), Timestamp: now},
-		{Seq: 9, Type: run.EventRunCompleted, Step: 1, Payload: map[string]any{"outputs": []any{"out"}}, Metadata: empty, Timestamp: now},
+		{Seq: 9, Type: run.EventRunCompleted, Step: 1, Payload: map[string]any{"outputs": []any{"out"}}, Timestamp: now},
 		{Seq: 10, Type: run.EventCheckpointCommitted, Step: 1, Payload: empty, Metadata: meta(3, "run_completed"), Timestamp: now},
 	}
 	b.ReportAllocs()

@@ -597,16 +597,13 @@ func diffRun(r *run.Run) *run.Run {
 }
 
 // diffEvents returns events with UTC timestamps and, as run.Event.Equal
-// defines, a nil payload or metadata equal to an empty one.
+// defines, a nil payload equal to an empty one.
 func diffEvents(events []run.Event) []run.Event {
 	out := make([]run.Event, len(events))
 	for i, e := range events {
 		e.Timestamp = e.Timestamp.UTC()
 		if e.Payload == nil {
 			e.Payload = map[string]any{}
-		}
-		if e.Metadata == nil {
-			e.Metadata = map[string]any{}
 		}
 		out[i] = e
 	}
@@ -637,17 +634,16 @@ func diffSplit(t *testing.T, events []run.Event) [][]run.Event {
 // checkpoint_committed event); the inline runner has no budget and
 // commits the same moment as continue. Only that exact rewrite is undone,
 // and only where the inline checkpoint is a continue.
-func diffUnyield(t *testing.T, label string, durable, inline map[string]any) (map[string]any, bool) {
+func diffUnyield(t *testing.T, label string, durable, inline *run.CheckpointMetadata) (*run.CheckpointMetadata, bool) {
 	t.Helper()
-	if durable["park_reason"] != run.ReasonDrainBudget {
+	if durable == nil || durable.WakeDisposition == run.DispositionContinue || durable.ParkReason != run.ReasonDrainBudget {
 		return durable, false
 	}
-	require.Equal(t, string(run.DispositionImmediate), durable["wake_disposition"], "%s: a yield wakes immediately", label)
-	require.Equal(t, string(run.DispositionContinue), inline["wake_disposition"], "%s: only a continue moment may be yielded", label)
-	require.Nil(t, inline["park_reason"], label)
-	out := value.Clone(durable).(map[string]any)
-	out["wake_disposition"] = string(run.DispositionContinue)
-	out["park_reason"] = nil
+	require.Equal(t, run.DispositionImmediate, durable.WakeDisposition, "%s: a yield wakes immediately", label)
+	require.NotNil(t, inline, label)
+	require.Equal(t, run.DispositionContinue, inline.WakeDisposition, "%s: only a continue moment may be yielded", label)
+	out := durable.Clone()
+	out.WakeDisposition, out.ParkReason = run.DispositionContinue, ""
 	return out, true
 }
 
@@ -661,7 +657,7 @@ func diffRequireContiguous(t *testing.T, label string, events []run.Event) {
 		require.Equal(t, int64(i+1), e.Seq, "%s: event seqs are contiguous", label)
 		if e.Type == run.EventCheckpointCommitted {
 			cp++
-			require.EqualValues(t, cp, e.Metadata["checkpoint_seq"], "%s: checkpoint seqs are contiguous", label)
+			require.EqualValues(t, cp, e.Metadata.Map()["checkpoint_seq"], "%s: checkpoint seqs are contiguous", label)
 		}
 	}
 }
@@ -713,8 +709,9 @@ func diffCompareHistories(t *testing.T, in *diffInline, du *diffDurable) int {
 			final.Metadata = meta
 			group[len(group)-1] = final
 		}
-		assert.Equal(t, string(want.Type), meta["checkpoint_type"], label)
-		assert.EqualValues(t, want.Seq, meta["checkpoint_seq"], label)
+		require.NotNil(t, meta, label)
+		assert.Equal(t, want.Type, meta.Type, label)
+		assert.Equal(t, want.Seq, meta.Seq, label)
 		assert.Equal(t, want.CreatedAt.UTC(), final.Timestamp, "%s: created at", label)
 		assert.Equal(t, want.Metadata, meta, "%s: metadata", label)
 		assert.Equal(t, diffEvents(want.Events), group, "%s: retained events", label)

@@ -425,7 +425,7 @@ func TestDrainBudgetYieldsAndTheRunStillCompletes(t *testing.T) {
 		requireHistory(t, done, events)
 		yields := 0
 		for _, ev := range events {
-			if ev.Type == run.EventCheckpointCommitted && ev.Metadata["park_reason"] == run.ReasonDrainBudget {
+			if ev.Type == run.EventCheckpointCommitted && ev.Metadata.Map()["park_reason"] == run.ReasonDrainBudget {
 				yields++
 			}
 		}

@@ -287,7 +287,7 @@ func checkpointTypes(events []run.Event) []run.CheckpointType {
 	var out []run.CheckpointType
 	for _, e := range events {
 		if e.Type == run.EventCheckpointCommitted {
-			out = append(out, run.CheckpointType(e.Metadata["checkpoint_type"].(string)))
+			out = append(out, run.CheckpointType(e.Metadata.Map()["checkpoint_type"].(string)))
 		}
 	}
 	return out
@@ -309,7 +309,7 @@ func requireHistory(t *testing.T, r *run.Run, events []run.Event) {
 			terminal++
 		case run.EventCheckpointCommitted:
 			cp++
-			require.EqualValues(t, cp, e.Metadata["checkpoint_seq"], "checkpoint seqs are contiguous")
+			require.EqualValues(t, cp, e.Metadata.Map()["checkpoint_seq"], "checkpoint seqs are contiguous")
 		}
 	}
 	require.Equal(t, r.EventSeq, events[len(events)-1].Seq)

@@ -233,7 +233,7 @@ func requireWellFormed(t *testing.T, cps []run.Checkpoint) {
 		require.Equal(t, run.EventCheckpointCommitted, last.Type, "the checkpoint fact is last")
 		require.Equal(t, cp.Metadata, last.Metadata)
 		require.Equal(t, cp.Run.EventSeq, last.Seq)
-		require.Equal(t, string(cp.Type), cp.Metadata["checkpoint_type"])
+		require.Equal(t, string(cp.Type), cp.Metadata.Map()["checkpoint_type"])
 	}
 }
 

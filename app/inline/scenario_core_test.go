@@ -63,7 +63,7 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Equal(t, portable(t, map[string]any{
 			"checkpoint_seq": 1, "checkpoint_type": "run_initialized", "graph_step": 0,
 			"park_reason": nil, "wake_disposition": "continue", "active_superstep": nil, "node_attempts": []any{},
-		}), init.Metadata)
+		}), init.Metadata.Map())
 		assert.Equal(t, frozenNow, init.CreatedAt)
 		assert.Equal(t, frozenNow, r.StartedAt)
 		assert.Equal(t, frozenNow, r.UpdatedAt)

@@ -267,7 +267,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		parks := findCheckpoints(cps, run.CheckpointRetryScheduled)
 		require.Len(t, parks, 2)
 		var first [][2]any
-		for _, a := range parks[0].Metadata["node_attempts"].([]any) {
+		for _, a := range parks[0].Metadata.Map()["node_attempts"].([]any) {
 			m := a.(map[string]any)
 			first = append(first, [2]any{m["node_id"], m["outcome"]})
 		}
@@ -275,8 +275,8 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		runID := parks[1].Run.ID
 		assert.Equal(t, portable(t, []any{map[string]any{
 			"task_id": runID + ":0:flaky", "node_id": "flaky", "attempted": 2, "outcome": "failed", "next_scheduled_attempt": 3,
-		}}), parks[1].Metadata["node_attempts"])
-		pending := parks[1].Metadata["active_superstep"].(map[string]any)["pending_attempts"].([]any)
+		}}), parks[1].Metadata.Map()["node_attempts"])
+		pending := parks[1].Metadata.Map()["active_superstep"].(map[string]any)["pending_attempts"].([]any)
 		require.Len(t, pending, 1)
 		assert.Equal(t, "steady", pending[0].(map[string]any)["node_id"])
 		assert.Equal(t, int64(1), pending[0].(map[string]any)["attempted"])
@@ -402,10 +402,10 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 			"pending_attempts": []any{map[string]any{
 				"task_id": fastTask, "node_id": "fast", "attempted": 2, "kind": "update", "idempotency_key": fastTask + ":2",
 			}},
-		}), parks[1].Metadata["active_superstep"])
+		}), parks[1].Metadata.Map()["active_superstep"])
 		assert.Equal(t, portable(t, []any{map[string]any{
 			"task_id": fastTask, "node_id": "fast", "attempted": 2, "outcome": "pending_update", "next_scheduled_attempt": nil,
-		}}), parks[1].Metadata["node_attempts"])
+		}}), parks[1].Metadata.Map()["node_attempts"])
 	})
 
 	t.Run("case 31/nothing due parks uncommitted until the served deadline", func(t *testing.T) {
@@ -423,7 +423,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		require.NoError(t, err)
 		require.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 		deadline := frozenNow.Add(time.Minute)
-		assert.Equal(t, portable(t, "at"), cps[0].Metadata["wake_disposition"])
+		assert.Equal(t, portable(t, "at"), cps[0].Metadata.Map()["wake_disposition"])
 		assert.Equal(t, []time.Duration{time.Minute}, k.recordedSleeps(), "the committed park is slept through")
 
 		// The frozen clock has not reached the deadline: nothing is due.
@@ -438,7 +438,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		require.NoError(t, err)
 		assert.Equal(t, []time.Duration{time.Minute, time.Minute}, k.recordedSleeps())
 		require.Equal(t, []run.CheckpointType{run.CheckpointStepCommitted}, types(cps))
-		assert.Equal(t, "continue", cps[0].Metadata["wake_disposition"])
+		assert.Equal(t, "continue", cps[0].Metadata.Map()["wake_disposition"])
 		assert.Empty(t, done.ActiveTasks)
 		assert.Equal(t, 2, k.attemptsOf("flaky")[1].Attempt)
 	})

@@ -92,14 +92,14 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Equal(t, []string{"gate"}, r.PendingNodes)
 		last := cps[1]
 		assert.Equal(t, run.StatusWaiting, last.Run.Status, "waiting commits in the interrupt's own checkpoint")
-		assert.Equal(t, "external", last.Metadata["wake_disposition"])
-		assert.Equal(t, run.ReasonAwaitingInterrupts, last.Metadata["park_reason"])
+		assert.Equal(t, "external", last.Metadata.Map()["wake_disposition"])
+		assert.Equal(t, run.ReasonAwaitingInterrupts, last.Metadata.Map()["park_reason"])
 		requested := eventsOf(one(last), run.EventInterruptRequested)
 		require.Len(t, requested, 1)
 		assert.Equal(t, portable(t, map[string]any{"attempt": 1, "interrupt_id": id, "resume_channel": "decision"}), any(requested[0].Payload))
 		assert.Equal(t, portable(t, []any{map[string]any{
 			"task_id": requested[0].TaskID, "node_id": "gate", "attempted": 1, "outcome": "interrupted", "next_scheduled_attempt": nil,
-		}}), last.Metadata["node_attempts"])
+		}}), last.Metadata.Map()["node_attempts"])
 
 		step, err := superstep.Advance(k.compile(g), r, superstep.Env{Now: frozenNow})
 		require.NoError(t, err)
@@ -222,7 +222,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 			m, err := superstep.ResolveInterrupt(c, tc.run, id, "approved", env)
 			require.NoError(t, err, tc.name)
 			assert.Equal(t, tc.want, m.Disposition, tc.name)
-			assert.Equal(t, string(tc.want.Kind), m.Metadata["wake_disposition"], tc.name)
+			assert.Equal(t, string(tc.want.Kind), m.Metadata.Map()["wake_disposition"], tc.name)
 		}
 	})
 
@@ -242,7 +242,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		require.NoError(t, err)
 		require.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointInterruptRequested}, types(cps))
 		assert.Equal(t, run.StatusRunning, r.Status)
-		assert.Equal(t, "continue", cps[1].Metadata["wake_disposition"])
+		assert.Equal(t, "continue", cps[1].Metadata.Map()["wake_disposition"])
 
 		// The same moment computed directly can be yielded and keeps its type.
 		c := k.compile(g)
@@ -259,7 +259,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		require.NoError(t, err)
 		assert.Equal(t, run.CheckpointInterruptRequested, yielded.CheckpointType)
 		assert.Equal(t, run.Disposition{Kind: run.DispositionImmediate, Reason: run.ReasonDrainBudget}, yielded.Disposition)
-		assert.Equal(t, "interrupt_requested", yielded.Metadata["checkpoint_type"])
+		assert.Equal(t, "interrupt_requested", yielded.Metadata.Map()["checkpoint_type"])
 		assert.Equal(t, yielded.Metadata, yielded.Events[len(yielded.Events)-1].Metadata)
 	})
 

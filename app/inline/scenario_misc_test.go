@@ -240,7 +240,7 @@ func scenariosReducersTimeoutsResume(t *testing.T, newKit func(*testing.T) *kit)
 		stillWaiting, cps, err := inline.ResumeInline(ctx, build(t, interruptReview()), waiting, k.options()...)
 		require.NoError(t, err)
 		assert.Equal(t, run.StatusWaiting, stillWaiting.Status)
-		assert.Equal(t, "external", cps[0].Metadata["wake_disposition"])
+		assert.Equal(t, "external", cps[0].Metadata.Map()["wake_disposition"])
 	})
 
 	t.Run("case 42/StepInline commits exactly one transition", func(t *testing.T) {

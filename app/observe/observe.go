@@ -222,11 +222,11 @@ func Fact(m *run.Moment) ports.CommittedFact {
 func cloneCheckpoint(c run.Checkpoint) run.Checkpoint {
 	out := c
 	out.Run = c.Run.Clone()
-	out.Metadata = cloneMap(c.Metadata)
+	out.Metadata = c.Metadata.Clone()
 	out.Events = make([]run.Event, len(c.Events))
 	for i, e := range c.Events {
 		e.Payload = cloneMap(e.Payload)
-		e.Metadata = cloneMap(e.Metadata)
+		e.Metadata = e.Metadata.Clone()
 		out.Events[i] = e
 	}
 	return out

@@ -61,7 +61,8 @@ func TestEveryObserverGetsItsOwnCopyAfterCommit(t *testing.T) {
 	var seen []observe.Commit
 	vandal := observe.Func(func(_ context.Context, c observe.Commit) error {
 		c.Checkpoint.Run.Metadata["k"] = "changed"
-		c.Checkpoint.Metadata["checkpoint_type"] = "changed"
+		c.Checkpoint.Metadata.Type = "changed"
+		c.Checkpoint.Events[len(c.Checkpoint.Events)-1].Metadata.WakeDisposition = "changed"
 		return nil
 	})
 	watcher := observe.Func(func(_ context.Context, c observe.Commit) error {
@@ -82,7 +83,10 @@ func TestEveryObserverGetsItsOwnCopyAfterCommit(t *testing.T) {
 	assert.EqualValues(t, 2, c.Checkpoint.Seq)
 	assert.Equal(t, "v", c.Checkpoint.Run.Metadata["k"], "one observer cannot change what another sees")
 	assert.Equal(t, "v", m.Run.Metadata["k"], "nor the committed moment")
-	assert.Equal(t, "retry_scheduled", m.Metadata["checkpoint_type"])
+	assert.Equal(t, run.CheckpointRetryScheduled, c.Checkpoint.Metadata.Type)
+	assert.Equal(t, run.DispositionAt, c.Checkpoint.Events[len(c.Checkpoint.Events)-1].Metadata.WakeDisposition)
+	assert.Equal(t, run.CheckpointRetryScheduled, m.Metadata.Type)
+	assert.Equal(t, run.DispositionAt, m.Events[len(m.Events)-1].Metadata.WakeDisposition)
 	assert.Equal(t, run.DispositionAt, c.Disposition.Kind)
 
 	require.Len(t, tel.committed, 1)

@@ -23,12 +23,16 @@ const (
 // Event is one retained fact of a committed transition. Seq is contiguous
 // per run across all moments. Payloads never carry channel values.
 //
-// Payload and Metadata are read-only. The runtime shares one map among the
-// events that carry equal ones: the runtime events of a moment share their
-// empty metadata, and the payloads that depend on the graph alone (an
-// edge's edge_triggered, a first attempt's node_completed, a sole writer's
-// channel_updated, ...) are built once per compiled graph and shared by
-// all its runs. Copy a map before changing it. Stores copy events in and
+// Metadata is nil for every event but checkpoint_committed, whose metadata
+// is its checkpoint's (the wire form of a nil Metadata is the empty map).
+//
+// Payload and Metadata are read-only. The runtime shares them among the
+// values that carry equal ones: a checkpoint_committed event shares its
+// metadata with its moment and checkpoint, a moment's runtime events share
+// one empty payload map, and the payloads that depend on the graph alone
+// (an edge's edge_triggered, a first attempt's node_completed, a sole
+// writer's channel_updated, ...) are built once per compiled graph and
+// shared by all its runs. Copy before changing. Stores copy events in and
 // out, so only the events a caller receives straight from the runtime (the
 // inline runner's checkpoints, say) are shared.
 type Event struct {
@@ -41,7 +45,7 @@ type Event struct {
 	TaskID    string
 	Timestamp time.Time
 	Payload   map[string]any
-	Metadata  map[string]any
+	Metadata  *CheckpointMetadata
 }
 
 // CheckpointType names the kind of durable transition a moment commits.
@@ -66,5 +70,5 @@ type Checkpoint struct {
 	Run       *Run
 	Events    []Event
 	CreatedAt time.Time
-	Metadata  map[string]any
+	Metadata  *CheckpointMetadata // also on the final event
 }

@@ -40,7 +40,7 @@ type Moment struct {
 	Run            *Run
 	Events         []Event
 	CheckpointType CheckpointType
-	Metadata       map[string]any // checkpoint metadata, also on the final event
+	Metadata       *CheckpointMetadata // also on the final event
 	Disposition    Disposition
 	ProposedAt     time.Time
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/docketgo/docket/domain/value"
 )
 
 // Yield errors.
@@ -16,16 +14,8 @@ var (
 	ErrMalformedMoment = errors.New("malformed moment")
 )
 
-// Checkpoint metadata keys and node attempt outcomes.
+// Node attempt outcomes.
 const (
-	metaCheckpointSeq   = "checkpoint_seq"
-	metaCheckpointType  = "checkpoint_type"
-	metaGraphStep       = "graph_step"
-	metaParkReason      = "park_reason"
-	metaWakeDisposition = "wake_disposition"
-	metaActiveSuperstep = "active_superstep"
-	metaNodeAttempts    = "node_attempts"
-
 	OutcomeCompleted        = "completed"
 	OutcomeFailed           = "failed"
 	OutcomeInterrupted      = "interrupted"
@@ -49,25 +39,31 @@ const (
 // within the moment: like every proposed value it is read-only. Propose
 // never touches committed. now is used truncated to microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
-	m := new(Moment)
-	propose(m, committed, next, runtimeEvents, ctype, d, now)
-	return m
-}
-
-// ProposeNext is Propose for a next run held by value, typically an edited
-// copy of committed: the moment and its run share one allocation, which
-// saves one on every transition. The returned moment's Run points into it.
-func ProposeNext(committed *Run, next Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
 	p := &struct {
-		moment Moment
-		run    Run
-	}{run: next}
-	propose(&p.moment, committed, &p.run, runtimeEvents, ctype, d, now)
+		moment   Moment
+		metadata CheckpointMetadata
+	}{}
+	propose(&p.moment, &p.metadata, committed, next, runtimeEvents, ctype, d, now)
 	return &p.moment
 }
 
-// propose fills m with the transition from committed to next (see Propose).
-func propose(m *Moment, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
+// ProposeNext is Propose for a next run held by value, typically an edited
+// copy of committed: the moment, its run and its metadata share one
+// allocation, which saves two on every transition. The returned moment's
+// Run and Metadata point into it.
+func ProposeNext(committed *Run, next Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
+	p := &struct {
+		moment   Moment
+		run      Run
+		metadata CheckpointMetadata
+	}{run: next}
+	propose(&p.moment, &p.metadata, committed, &p.run, runtimeEvents, ctype, d, now)
+	return &p.moment
+}
+
+// propose fills m and its metadata with the transition from committed to
+// next (see Propose).
+func propose(m *Moment, metadata *CheckpointMetadata, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var baseCheckpoint, baseEvent int64
 	var committedWrites []PendingWrite
@@ -84,12 +80,11 @@ func propose(m *Moment, committed, next *Run, runtimeEvents []Event, ctype Check
 		events = make([]Event, len(runtimeEvents), len(runtimeEvents)+1)
 		copy(events, runtimeEvents)
 	}
-	// The runtime events of one moment share one empty map for their
-	// metadata and missing payloads (as the final event shares the
-	// checkpoint metadata with the moment): events are values, never
-	// written after they are proposed, and a map per event would cost an
-	// allocation each on every superstep.
-	empty := map[string]any{}
+	// The events of one moment share one empty map for their missing
+	// payloads (as the final event shares the checkpoint metadata with the
+	// moment): events are values, never written after they are proposed,
+	// and a map per event would cost an allocation each on every superstep.
+	var empty map[string]any
 	seq := baseEvent
 	for i := range events {
 		e := &events[i]
@@ -98,13 +93,19 @@ func propose(m *Moment, committed, next *Run, runtimeEvents []Event, ctype Check
 		e.Seq = seq
 		e.Timestamp = now
 		if e.Payload == nil {
+			if empty == nil {
+				empty = map[string]any{}
+			}
 			e.Payload = empty
 		}
-		e.Metadata = empty
+		e.Metadata = nil
+	}
+	if empty == nil {
+		empty = map[string]any{}
 	}
 
 	added := addedPendingWrites(committedWrites, next.PendingWrites)
-	metadata := checkpointMetadata(next, events, added, ctype, d)
+	fillMetadata(metadata, next, events, added, ctype, d)
 	seq++
 	events = append(events, Event{
 		RunID:     next.ID,
@@ -156,15 +157,15 @@ func Yield(m *Moment, reason string) (*Moment, error) {
 	// Only the disposition entries depend on d; everything else in the
 	// metadata (including the pending writes this moment added, which the run
 	// alone no longer tells apart) carries over.
-	metadata := value.Clone(m.Metadata).(map[string]any)
-	setDisposition(metadata, d)
+	metadata := *m.Metadata
+	metadata.WakeDisposition, metadata.ParkReason = d.Kind, d.Reason
 
 	events := slices.Clone(m.Events)
-	events[len(events)-1].Metadata = metadata
+	events[len(events)-1].Metadata = &metadata
 
 	out := *m
 	out.Events = events
-	out.Metadata = metadata
+	out.Metadata = &metadata
 	out.Disposition = d
 	return &out, nil
 }
@@ -185,7 +186,7 @@ func checkFinalEvent(m *Moment) error {
 		return fmt.Errorf("%w: the last event is %s, not checkpoint_committed", ErrMalformedMoment, final.Type)
 	case final.Seq != m.Run.EventSeq:
 		return fmt.Errorf("%w: checkpoint event seq %d differs from the run's event seq %d", ErrMalformedMoment, final.Seq, m.Run.EventSeq)
-	case m.Metadata == nil || !value.Equal(final.Metadata, m.Metadata):
+	case m.Metadata == nil || !final.Metadata.Equal(m.Metadata):
 		return fmt.Errorf("%w: checkpoint event metadata differs from the moment's", ErrMalformedMoment)
 	}
 	return nil
@@ -212,25 +213,19 @@ func addedPendingWrites(committed, next []PendingWrite) []PendingWrite {
 	return added
 }
 
-func checkpointMetadata(next *Run, events []Event, added []PendingWrite, ctype CheckpointType, d Disposition) map[string]any {
+// fillMetadata sets m to the checkpoint metadata of the transition to next.
+func fillMetadata(m *CheckpointMetadata, next *Run, events []Event, added []PendingWrite, ctype CheckpointType, d Disposition) {
 	tasks := sortedTasks(next.ActiveTasks)
-	metadata := map[string]any{
-		metaCheckpointSeq:   next.CheckpointSeq,
-		metaCheckpointType:  boxString(string(ctype)),
-		metaGraphStep:       int64(next.Step),
-		metaActiveSuperstep: activeSuperstep(next, tasks),
-		metaNodeAttempts:    nodeAttempts(events, tasks, added),
+	*m = CheckpointMetadata{
+		Seq:             next.CheckpointSeq,
+		Type:            ctype,
+		GraphStep:       next.Step,
+		WakeDisposition: d.Kind,
+		ActiveSuperstep: activeSuperstep(next, tasks),
+		NodeAttempts:    nodeAttempts(events, tasks, added),
 	}
-	setDisposition(metadata, d)
-	return metadata
-}
-
-func setDisposition(metadata map[string]any, d Disposition) {
-	metadata[metaWakeDisposition] = boxString(string(d.Kind))
-	if d.Kind == DispositionContinue {
-		metadata[metaParkReason] = nil
-	} else {
-		metadata[metaParkReason] = boxString(d.Reason)
+	if d.Kind != DispositionContinue {
+		m.ParkReason = d.Reason
 	}
 }
 
@@ -238,6 +233,9 @@ func setDisposition(metadata map[string]any, d Disposition) {
 // metadata's task list; the map key breaks ties so the order is total even
 // for a malformed run.
 func sortedTasks(active map[string]TaskState) []TaskState {
+	if len(active) == 0 {
+		return nil
+	}
 	keys := make([]string, 0, len(active))
 	for k := range active {
 		keys = append(keys, k)
@@ -262,49 +260,30 @@ func sortedWrites(writes []PendingWrite) []PendingWrite {
 	return out
 }
 
-func activeSuperstep(next *Run, tasks []TaskState) any {
+func activeSuperstep(next *Run, tasks []TaskState) *ActiveSuperstep {
 	if len(tasks) == 0 && len(next.PendingWrites) == 0 {
 		return nil
 	}
-	taskList := make([]any, len(tasks))
+	a := &ActiveSuperstep{
+		GraphStep:       next.Step,
+		Tasks:           make([]ScheduledTask, len(tasks)),
+		PendingAttempts: make([]PendingAttempt, len(next.PendingWrites)),
+	}
 	for i, t := range tasks {
-		taskList[i] = map[string]any{
-			"task_id":           t.TaskID,
-			"node_id":           t.NodeID,
-			"scheduled_attempt": int64(t.Attempt),
-			"idempotency_key":   t.IdempotencyKey,
-		}
+		a.Tasks[i] = ScheduledTask{TaskID: t.TaskID, NodeID: t.NodeID, ScheduledAttempt: t.Attempt, IdempotencyKey: t.IdempotencyKey}
 	}
-	writes := sortedWrites(next.PendingWrites)
-	pending := make([]any, len(writes))
-	for i, w := range writes {
-		pending[i] = map[string]any{
-			"task_id":         w.TaskID,
-			"node_id":         w.NodeID,
-			"attempted":       int64(w.Attempt),
-			"kind":            w.Kind,
-			"idempotency_key": IdempotencyKey(w.TaskID, w.Attempt),
-		}
+	for i, w := range sortedWrites(next.PendingWrites) {
+		a.PendingAttempts[i] = PendingAttempt{TaskID: w.TaskID, NodeID: w.NodeID, Attempted: w.Attempt, Kind: w.Kind,
+			IdempotencyKey: IdempotencyKey(w.TaskID, w.Attempt)}
 	}
-	return map[string]any{
-		"graph_step":       int64(next.Step),
-		"tasks":            taskList,
-		"pending_attempts": pending,
-	}
+	return a
 }
 
 // nodeAttempts lists the attempts this moment settled: first one entry per
 // node event carrying an attempt number, in event order, then the pending
 // writes the moment added for tasks not already listed. Writes carried over
 // from earlier moments were reported by those moments.
-func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any {
-	var scheduled map[string]int64
-	if len(tasks) > 0 {
-		scheduled = make(map[string]int64, len(tasks))
-		for _, t := range tasks {
-			scheduled[t.TaskID] = int64(t.Attempt)
-		}
-	}
+func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []NodeAttempt {
 	n := len(added)
 	for i := range events {
 		switch events[i].Type {
@@ -312,7 +291,7 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 			n++
 		}
 	}
-	attempts := make([]any, 0, n)
+	attempts := make([]NodeAttempt, 0, n)
 	var listed map[string]bool // tasks listed from events; only added writes consult it
 	for _, e := range events {
 		var outcome string
@@ -330,16 +309,12 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 		if !ok {
 			continue
 		}
-		var next any
-		if a, ok := scheduled[e.TaskID]; ok {
-			next = a
-		}
-		attempts = append(attempts, map[string]any{
-			"task_id":                e.TaskID,
-			"node_id":                e.NodeID,
-			"attempted":              attempt,
-			"outcome":                boxString(outcome),
-			"next_scheduled_attempt": next,
+		attempts = append(attempts, NodeAttempt{
+			TaskID:               e.TaskID,
+			NodeID:               e.NodeID,
+			Attempted:            attempt,
+			Outcome:              outcome,
+			NextScheduledAttempt: scheduledAttempt(tasks, e.TaskID),
 		})
 		if len(added) > 0 {
 			if listed == nil {
@@ -359,55 +334,31 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []any
 		if w.Kind == WriteInterrupt {
 			outcome = OutcomePendingInterrupt
 		}
-		attempts = append(attempts, map[string]any{
-			"task_id":                w.TaskID,
-			"node_id":                w.NodeID,
-			"attempted":              int64(w.Attempt),
-			"outcome":                boxString(outcome),
-			"next_scheduled_attempt": nil,
-		})
+		attempts = append(attempts, NodeAttempt{TaskID: w.TaskID, NodeID: w.NodeID, Attempted: w.Attempt, Outcome: outcome})
 	}
 	return attempts
 }
 
-// positiveInt reads an attempt number from an event payload. Payloads hold
-// int64; int is accepted too so hand-built events behave the same.
-func positiveInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, n > 0
-	case int:
-		return int64(n), n > 0
+// scheduledAttempt is the attempt the active task taskID is scheduled
+// for, 0 when none is. Tasks are few (one per node of a superstep), so a
+// scan costs less than building a map.
+func scheduledAttempt(tasks []TaskState, taskID string) int {
+	for i := range tasks {
+		if tasks[i].TaskID == taskID {
+			return tasks[i].Attempt
+		}
 	}
-	return 0, false
+	return 0
 }
 
-// boxed holds the metadata vocabulary (checkpoint types, dispositions, park
-// reasons, attempt outcomes) already converted to any: metadata is built
-// for every moment, and converting a string to an interface allocates.
-var boxed = func() map[string]any {
-	words := []string{
-		string(CheckpointRunInitialized), string(CheckpointStepCommitted), string(CheckpointRetryScheduled),
-		string(CheckpointInterruptRequested), string(CheckpointInterruptResolved), string(CheckpointRunCompleted),
-		string(CheckpointRunFailed), string(CheckpointRunCancelled),
-		string(DispositionContinue), string(DispositionImmediate), string(DispositionAt),
-		string(DispositionExternal), string(DispositionTerminal),
-		ReasonDrainBudget, ReasonInterruptResolved, ReasonRetryBackoff, ReasonAwaitingInterrupts,
-		ReasonRunCompleted, ReasonRunFailed, ReasonRunCancelled,
-		OutcomeCompleted, OutcomeFailed, OutcomeInterrupted, OutcomePendingUpdate, OutcomePendingInterrupt,
+// positiveInt reads an attempt number from an event payload. Payloads hold
+// int64; int is accepted too so hand-built events behave the same.
+func positiveInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int64:
+		return int(n), n > 0
+	case int:
+		return n, n > 0
 	}
-	m := make(map[string]any, len(words))
-	for _, w := range words {
-		m[w] = w
-	}
-	return m
-}()
-
-// boxString returns s as an interface value, shared when s is one of the
-// metadata words.
-func boxString(s string) any {
-	if v, ok := boxed[s]; ok {
-		return v
-	}
-	return s
+	return 0, false
 }

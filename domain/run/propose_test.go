@@ -22,8 +22,15 @@ const specRetryParkMetadata = `{"checkpoint_seq": 4, "checkpoint_type": "retry_s
  "node_attempts": [{"task_id": "r:0:fast", "node_id": "fast", "attempted": 2,
                     "outcome": "pending_update", "next_scheduled_attempt": null}]}`
 
+// canonical encodes v; checkpoint metadata through its wire form, checking
+// that AppendCanonical writes the same bytes as the map.
 func canonical(t *testing.T, v any) string {
 	t.Helper()
+	if m, ok := v.(*CheckpointMetadata); ok {
+		wire := string(m.AppendCanonical(nil))
+		require.Equal(t, canonical(t, m.Map()), wire, "AppendCanonical writes the canonical bytes of Map")
+		return wire
+	}
 	b, err := value.Canonical(v)
 	require.NoError(t, err)
 	return string(b)
@@ -38,7 +45,7 @@ func TestProposeReproducesTheSpecRetryParkMetadata(t *testing.T) {
 	m := Propose(committed, next, nil, CheckpointRetryScheduled,
 		Disposition{Kind: DispositionAt, At: at(50), Reason: ReasonRetryBackoff}, at(10))
 
-	require.NoError(t, value.Check(m.Metadata), "metadata must be a portable value")
+	require.NoError(t, value.Check(m.Metadata.Map()), "metadata must be a portable value")
 	want, err := value.DecodeJSON([]byte(specRetryParkMetadata))
 	require.NoError(t, err)
 	assert.Equal(t, canonical(t, want), canonical(t, m.Metadata))
@@ -103,7 +110,7 @@ func TestProposeInitMomentMetadata(t *testing.T) {
 		"wake_disposition": "continue",
 		"active_superstep": nil,
 		"node_attempts":    []any{},
-	}, m.Metadata)
+	}, m.Metadata.Map())
 	wantNow := time.Date(2024, 12, 31, 23, 0, 0, 987654000, time.UTC)
 	assert.Equal(t, wantNow, m.ProposedAt, "now is taken in UTC, truncated to microseconds")
 	require.Len(t, m.Events, 4)
@@ -111,12 +118,12 @@ func TestProposeInitMomentMetadata(t *testing.T) {
 		assert.Equal(t, "r", e.RunID)
 		assert.Equal(t, int64(i+1), e.Seq)
 		assert.Equal(t, wantNow, e.Timestamp)
-		assert.NotNil(t, e.Metadata)
 		assert.NotNil(t, e.Payload)
 	}
 	for _, e := range m.Events[:3] {
-		assert.Empty(t, e.Metadata, "runtime events carry empty metadata")
+		assert.Nil(t, e.Metadata, "runtime events carry no metadata")
 	}
+	assert.Same(t, m.Metadata, m.Events[3].Metadata, "the checkpoint event carries the moment's metadata")
 	assert.Equal(t, events[1].Payload, m.Events[1].Payload)
 	assert.Equal(t, "input:value", m.Events[1].ChannelID)
 	assert.Equal(t, EventCheckpointCommitted, m.Events[3].Type)
@@ -148,7 +155,7 @@ func TestProposeNodeAttempts(t *testing.T) {
 	assert.Equal(t, []any{
 		map[string]any{"task_id": "r:0:flaky", "node_id": "flaky", "attempted": int64(1), "outcome": "failed", "next_scheduled_attempt": int64(2)},
 		map[string]any{"task_id": "r:0:steady", "node_id": "steady", "attempted": int64(1), "outcome": "pending_update", "next_scheduled_attempt": nil},
-	}, m1.Metadata["node_attempts"])
+	}, m1.Metadata.Map()["node_attempts"])
 
 	// The second park lists only flaky; steady's write is carried over, so
 	// it appears in pending_attempts but not in node_attempts.
@@ -159,8 +166,8 @@ func TestProposeNodeAttempts(t *testing.T) {
 	m2 := Propose(m1.Run, next2, []Event{failed2}, CheckpointRetryScheduled, park, at(2))
 	assert.Equal(t, []any{
 		map[string]any{"task_id": "r:0:flaky", "node_id": "flaky", "attempted": int64(2), "outcome": "failed", "next_scheduled_attempt": int64(3)},
-	}, m2.Metadata["node_attempts"])
-	superstep := m2.Metadata["active_superstep"].(map[string]any)
+	}, m2.Metadata.Map()["node_attempts"])
+	superstep := m2.Metadata.Map()["active_superstep"].(map[string]any)
 	assert.Equal(t, []any{
 		map[string]any{"task_id": "r:0:steady", "node_id": "steady", "attempted": int64(1), "kind": "update", "idempotency_key": "r:0:steady:1"},
 	}, superstep["pending_attempts"])
@@ -178,14 +185,14 @@ func TestProposeNodeAttempts(t *testing.T) {
 		{Type: EventNodeFailed, NodeID: "odd", TaskID: "r:0:odd", Payload: map[string]any{"attempt": "1"}},
 	}
 	m3 := Propose(m2.Run, barrier, events, CheckpointInterruptRequested, Disposition{Kind: DispositionContinue}, at(3))
-	assert.Nil(t, m3.Metadata["active_superstep"])
+	assert.Nil(t, m3.Metadata.Map()["active_superstep"])
 	assert.Equal(t, []any{
 		map[string]any{"task_id": "r:0:flaky", "node_id": "flaky", "attempted": int64(3), "outcome": "completed", "next_scheduled_attempt": nil},
 		map[string]any{"task_id": "r:0:steady", "node_id": "steady", "attempted": int64(1), "outcome": "completed", "next_scheduled_attempt": nil},
 		map[string]any{"task_id": "r:0:gate", "node_id": "gate", "attempted": int64(1), "outcome": "interrupted", "next_scheduled_attempt": nil},
-	}, m3.Metadata["node_attempts"])
-	assert.Equal(t, int64(1), m3.Metadata["graph_step"])
-	require.NoError(t, value.Check(m3.Metadata))
+	}, m3.Metadata.Map()["node_attempts"])
+	assert.Equal(t, int64(1), m3.Metadata.Map()["graph_step"])
+	require.NoError(t, value.Check(m3.Metadata.Map()))
 }
 
 func TestProposeListsPendingWritesByNodeAndSkipsListedTasks(t *testing.T) {
@@ -203,12 +210,12 @@ func TestProposeListsPendingWritesByNodeAndSkipsListedTasks(t *testing.T) {
 		{Type: EventNodeCompleted, NodeID: "a", TaskID: "r:0:a", Payload: map[string]any{"attempt": int64(1)}}}
 	m := Propose(committed, next, events, CheckpointRetryScheduled, Disposition{Kind: DispositionAt, At: at(1), Reason: ReasonRetryBackoff}, at(0))
 
-	attempts := m.Metadata["node_attempts"].([]any)
+	attempts := m.Metadata.Map()["node_attempts"].([]any)
 	require.Len(t, attempts, 3)
 	assert.Equal(t, "m", attempts[0].(map[string]any)["node_id"])
 	assert.Equal(t, "a", attempts[1].(map[string]any)["node_id"])
 	assert.Equal(t, map[string]any{"task_id": "r:0:z", "node_id": "z", "attempted": int64(1), "outcome": "pending_interrupt", "next_scheduled_attempt": nil}, attempts[2])
-	pending := m.Metadata["active_superstep"].(map[string]any)["pending_attempts"].([]any)
+	pending := m.Metadata.Map()["active_superstep"].(map[string]any)["pending_attempts"].([]any)
 	require.Len(t, pending, 2)
 	assert.Equal(t, "a", pending[0].(map[string]any)["node_id"], "pending attempts are sorted by node")
 	assert.Equal(t, "interrupt", pending[1].(map[string]any)["kind"])
@@ -249,7 +256,7 @@ func TestProposeChainsSequences(t *testing.T) {
 	wantSeq := int64(1)
 	for i, m := range moments {
 		assert.Equal(t, int64(i+1), m.Run.CheckpointSeq, "checkpoint seqs run 1, 2, 3, …")
-		assert.Equal(t, int64(i+1), m.Metadata["checkpoint_seq"])
+		assert.Equal(t, int64(i+1), m.Metadata.Map()["checkpoint_seq"])
 		for _, e := range m.Events {
 			assert.Equal(t, wantSeq, e.Seq, "event seqs are contiguous across moments")
 			wantSeq++
@@ -287,14 +294,11 @@ func TestYield(t *testing.T) {
 
 		assert.Equal(t, Disposition{Kind: DispositionImmediate, Reason: ReasonDrainBudget}, y.Disposition)
 		assert.Equal(t, CheckpointInterruptRequested, y.CheckpointType, "the type is kept")
-		assert.Equal(t, "immediate", y.Metadata["wake_disposition"])
-		assert.Equal(t, "drain_budget", y.Metadata["park_reason"])
-		want := map[string]any{}
-		for k, v := range m.Metadata {
-			want[k] = v
-		}
+		assert.Equal(t, "immediate", y.Metadata.Map()["wake_disposition"])
+		assert.Equal(t, "drain_budget", y.Metadata.Map()["park_reason"])
+		want := m.Metadata.Map()
 		want["wake_disposition"], want["park_reason"] = "immediate", "drain_budget"
-		assert.Equal(t, want, y.Metadata, "nothing else in the metadata changes")
+		assert.Equal(t, want, y.Metadata.Map(), "nothing else in the metadata changes")
 		require.Len(t, y.Events, len(m.Events))
 		for i := range y.Events {
 			assert.Equal(t, m.Events[i].Seq, y.Events[i].Seq)
@@ -333,8 +337,8 @@ func TestYield(t *testing.T) {
 			m.Events[n-1], m.Events[n-2] = m.Events[n-2], m.Events[n-1]
 		},
 		"metadata mismatch": func(m *Moment) {
-			md := value.Clone(m.Metadata).(map[string]any)
-			md["graph_step"] = int64(99)
+			md := m.Metadata.Clone()
+			md.GraphStep = 99
 			m.Metadata = md
 		},
 		"event seq mismatch": func(m *Moment) { m.Run = m.Run.Clone(); m.Run.EventSeq++ },
@@ -394,8 +398,8 @@ func TestProposeSequencingProperty(t *testing.T) {
 			require.Equal(t, EventCheckpointCommitted, last.Type)
 			require.Equal(t, m.Run.EventSeq, last.Seq)
 			require.Equal(t, m.Metadata, last.Metadata)
-			require.NoError(t, value.Check(m.Metadata))
-			require.Len(t, m.Metadata["node_attempts"], len(runtime)-countType(runtime, EventChannelUpdated, EventEdgeTriggered, EventInterruptResolved))
+			require.NoError(t, value.Check(m.Metadata.Map()))
+			require.Len(t, m.Metadata.Map()["node_attempts"], len(runtime)-countType(runtime, EventChannelUpdated, EventEdgeTriggered, EventInterruptResolved))
 			if committed != nil {
 				after, err := Encode(committed)
 				require.NoError(t, err)

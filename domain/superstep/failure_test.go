@@ -292,7 +292,7 @@ func TestCarriedPendingWritesAreNotRepeatedAsAttempts(t *testing.T) {
 
 	park1, park2 := h.moments[1], h.moments[2]
 	var outcomes [][2]any
-	for _, a := range park1.Metadata["node_attempts"].([]any) {
+	for _, a := range park1.Metadata.Map()["node_attempts"].([]any) {
 		m := a.(map[string]any)
 		outcomes = append(outcomes, [2]any{m["node_id"], m["outcome"]})
 	}
@@ -300,8 +300,8 @@ func TestCarriedPendingWritesAreNotRepeatedAsAttempts(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{
 		"task_id": "run_1:0:flaky", "node_id": "flaky", "attempted": int64(2),
 		"outcome": "failed", "next_scheduled_attempt": int64(3),
-	}}, park2.Metadata["node_attempts"])
-	pending := park2.Metadata["active_superstep"].(map[string]any)["pending_attempts"].([]any)
+	}}, park2.Metadata.Map()["node_attempts"])
+	pending := park2.Metadata.Map()["active_superstep"].(map[string]any)["pending_attempts"].([]any)
 	require.Len(t, pending, 1)
 	assert.Equal(t, "steady", pending[0].(map[string]any)["node_id"])
 	assert.Equal(t, int64(1), pending[0].(map[string]any)["attempted"])

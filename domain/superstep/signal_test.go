@@ -197,7 +197,7 @@ func TestResolutionMomentIsDeterministic(t *testing.T) {
 	assert.Equal(t, "state:decision", first.Events[1].ChannelID)
 	assert.Equal(t, map[string]any{"writers": []any{"gate"}}, first.Events[1].Payload)
 	assert.Contains(t, first.Run.ChangedChannels, "state:decision")
-	assert.Equal(t, "immediate", first.Metadata["wake_disposition"])
+	assert.Equal(t, "immediate", first.Metadata.Map()["wake_disposition"])
 
 	withTasks := func(timers map[string]time.Time, untimed ...string) *run.Run {
 		parked := *r

@@ -54,7 +54,7 @@ func TestStartInitializesTheRun(t *testing.T) {
 		"wake_disposition": "continue",
 		"active_superstep": nil,
 		"node_attempts":    []any{},
-	}, m.Metadata)
+	}, m.Metadata.Map())
 }
 
 func TestStartRejectsInvalidInput(t *testing.T) {

@@ -341,24 +341,16 @@ func timeline(events []run.Event) []demoCheckpointJSON {
 			continue
 		}
 		cp := demoCheckpointJSON{Step: e.Step, Events: describeEvents(pending)}
-		cp.Seq = metaInt(e.Metadata["checkpoint_seq"])
-		cp.Type, _ = e.Metadata["checkpoint_type"].(string)
-		cp.Disposition, _ = e.Metadata["wake_disposition"].(string)
-		cp.ParkReason, _ = e.Metadata["park_reason"].(string)
+		if m := e.Metadata; m != nil {
+			cp.Seq, cp.Type, cp.Disposition = m.Seq, string(m.Type), string(m.WakeDisposition)
+			if m.WakeDisposition != run.DispositionContinue {
+				cp.ParkReason = m.ParkReason
+			}
+		}
 		out = append(out, cp)
 		pending = nil
 	}
 	return out
-}
-
-func metaInt(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	}
-	return 0
 }
 
 // describeEvents summarizes the runtime events of one checkpoint, with

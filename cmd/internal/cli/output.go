@@ -266,16 +266,13 @@ type eventJSON struct {
 }
 
 func toEventJSON(e run.Event) eventJSON {
-	payload, metadata := e.Payload, e.Metadata
+	payload := e.Payload
 	if payload == nil {
 		payload = map[string]any{}
 	}
-	if metadata == nil {
-		metadata = map[string]any{}
-	}
 	return eventJSON{
 		RunID: e.RunID, Seq: e.Seq, Type: e.Type, Step: e.Step, NodeID: e.NodeID, ChannelID: e.ChannelID,
-		TaskID: e.TaskID, Timestamp: timestamp(e.Timestamp), Payload: payload, Metadata: metadata,
+		TaskID: e.TaskID, Timestamp: timestamp(e.Timestamp), Payload: payload, Metadata: e.Metadata.Map(),
 	}
 }
 
@@ -293,7 +290,7 @@ func eventDetail(e run.Event) string {
 	case run.EventInterruptRequested, run.EventInterruptResolved:
 		return fmt.Sprintf("%s %v", e.NodeID, e.Payload["interrupt_id"])
 	case run.EventCheckpointCommitted:
-		return checkpointDetail(e.Metadata)
+		return checkpointDetail(e.Metadata.Map())
 	case run.EventRunFailed:
 		return fmt.Sprintf("%v: %v", e.Payload["reason"], e.Payload["message"])
 	}

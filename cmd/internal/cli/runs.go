@@ -340,7 +340,10 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 }
 
 func eventDetailJSON(e eventJSON) string {
-	return eventDetail(run.Event{Type: e.Type, NodeID: e.NodeID, ChannelID: e.ChannelID, Payload: e.Payload, Metadata: e.Metadata})
+	if e.Type == run.EventCheckpointCommitted {
+		return checkpointDetail(e.Metadata)
+	}
+	return eventDetail(run.Event{Type: e.Type, NodeID: e.NodeID, ChannelID: e.ChannelID, Payload: e.Payload})
 }
 
 // ---------------------------------------------------------------- start
