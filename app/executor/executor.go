@@ -218,7 +218,9 @@ func (e *Executor) prepare(runID string, act *superstep.Activation, owned bool) 
 	// a retry will see.
 	state := act.Snapshot
 	if owned && state != nil && task.SourceVersions != nil {
-		state = cloneNested(state)
+		if !act.FlatSnapshot {
+			state = cloneNested(state)
+		}
 	} else {
 		state = cloneMap(state)
 		task.SourceVersions = maps.Clone(task.SourceVersions)

@@ -42,28 +42,32 @@ func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, 
 	p := &struct {
 		moment   Moment
 		metadata CheckpointMetadata
+		attempts [1]NodeAttempt
 	}{}
-	propose(&p.moment, &p.metadata, committed, next, runtimeEvents, ctype, d, now)
+	propose(&p.moment, &p.metadata, p.attempts[:0], committed, next, runtimeEvents, ctype, d, now)
 	return &p.moment
 }
 
 // ProposeNext is Propose for a next run held by value, typically an edited
-// copy of committed: the moment, its run and its metadata share one
-// allocation, which saves two on every transition. The returned moment's
-// Run and Metadata point into it.
+// copy of committed: the moment, its run, its metadata and (when the
+// moment settles one attempt, as most do) its node attempt list share one
+// allocation, which saves three on every transition. The returned
+// moment's Run and Metadata point into it.
 func ProposeNext(committed *Run, next Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
 	p := &struct {
 		moment   Moment
 		run      Run
 		metadata CheckpointMetadata
+		attempts [1]NodeAttempt
 	}{run: next}
-	propose(&p.moment, &p.metadata, committed, &p.run, runtimeEvents, ctype, d, now)
+	propose(&p.moment, &p.metadata, p.attempts[:0], committed, &p.run, runtimeEvents, ctype, d, now)
 	return &p.moment
 }
 
 // propose fills m and its metadata with the transition from committed to
-// next (see Propose).
-func propose(m *Moment, metadata *CheckpointMetadata, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
+// next (see Propose); the node attempt list goes into attempts when it
+// fits.
+func propose(m *Moment, metadata *CheckpointMetadata, attempts []NodeAttempt, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var baseCheckpoint, baseEvent int64
 	var committedWrites []PendingWrite
@@ -105,7 +109,7 @@ func propose(m *Moment, metadata *CheckpointMetadata, committed, next *Run, runt
 	}
 
 	added := addedPendingWrites(committedWrites, next.PendingWrites)
-	fillMetadata(metadata, next, events, added, ctype, d)
+	fillMetadata(metadata, attempts, next, events, added, ctype, d)
 	seq++
 	events = append(events, Event{
 		RunID:     next.ID,
@@ -213,8 +217,9 @@ func addedPendingWrites(committed, next []PendingWrite) []PendingWrite {
 	return added
 }
 
-// fillMetadata sets m to the checkpoint metadata of the transition to next.
-func fillMetadata(m *CheckpointMetadata, next *Run, events []Event, added []PendingWrite, ctype CheckpointType, d Disposition) {
+// fillMetadata sets m to the checkpoint metadata of the transition to next,
+// its node attempts in attempts when they fit.
+func fillMetadata(m *CheckpointMetadata, attempts []NodeAttempt, next *Run, events []Event, added []PendingWrite, ctype CheckpointType, d Disposition) {
 	tasks := sortedTasks(next.ActiveTasks)
 	*m = CheckpointMetadata{
 		Seq:             next.CheckpointSeq,
@@ -222,7 +227,7 @@ func fillMetadata(m *CheckpointMetadata, next *Run, events []Event, added []Pend
 		GraphStep:       next.Step,
 		WakeDisposition: d.Kind,
 		ActiveSuperstep: activeSuperstep(next, tasks),
-		NodeAttempts:    nodeAttempts(events, tasks, added),
+		NodeAttempts:    nodeAttempts(attempts, events, tasks, added),
 	}
 	if d.Kind != DispositionContinue {
 		m.ParkReason = d.Reason
@@ -282,8 +287,9 @@ func activeSuperstep(next *Run, tasks []TaskState) *ActiveSuperstep {
 // nodeAttempts lists the attempts this moment settled: first one entry per
 // node event carrying an attempt number, in event order, then the pending
 // writes the moment added for tasks not already listed. Writes carried over
-// from earlier moments were reported by those moments.
-func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []NodeAttempt {
+// from earlier moments were reported by those moments. The list is
+// appended to buf when it fits.
+func nodeAttempts(buf []NodeAttempt, events []Event, tasks []TaskState, added []PendingWrite) []NodeAttempt {
 	n := len(added)
 	for i := range events {
 		switch events[i].Type {
@@ -291,7 +297,10 @@ func nodeAttempts(events []Event, tasks []TaskState, added []PendingWrite) []Nod
 			n++
 		}
 	}
-	attempts := make([]NodeAttempt, 0, n)
+	attempts := buf[:0]
+	if n > cap(buf) {
+		attempts = make([]NodeAttempt, 0, n)
+	}
 	var listed map[string]bool // tasks listed from events; only added writes consult it
 	for _, e := range events {
 		var outcome string

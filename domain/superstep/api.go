@@ -105,6 +105,9 @@ type Activation struct {
 	// snapshot still belong to the run). A retry of an owned activation
 	// takes its snapshot from the committed run again.
 	Owned bool
+	// FlatSnapshot says no value of Snapshot is a list or a map, so an
+	// owned snapshot can be handed over without copying anything.
+	FlatSnapshot bool
 }
 
 // Outcome classifies an attempt result.

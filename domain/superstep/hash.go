@@ -18,6 +18,7 @@ type plannedView struct {
 	// is not portable.
 	hash     [2 * sha256.Size]byte
 	portable bool
+	flat     bool // no value is a list or a map
 }
 
 // plannedView builds the state view and its input hash together. The hash
@@ -29,7 +30,10 @@ type plannedView struct {
 func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 	if !idx.canonicalOrder {
 		values, versions := idx.stateView(channels)
-		v := plannedView{values: values, versions: versions}
+		v := plannedView{values: values, versions: versions, flat: true}
+		for _, x := range values {
+			v.flat = v.flat && !isContainer(x)
+		}
 		hash := run.InputHash(values)
 		v.portable = copy(v.hash[:], hash) == len(v.hash)
 		return v
@@ -39,7 +43,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 	scratch := value.GetScratch()
 	defer scratch.Release()
 	buf := append(scratch.B, '{')
-	portable := true
+	portable, flat := true, true
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		var v any
@@ -53,6 +57,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 			}
 			v = s.channel.Default
 		}
+		flat = flat && !isContainer(v)
 		if !portable {
 			continue
 		}
@@ -69,7 +74,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		buf = append(buf, '}')
 	}
 	scratch.B = buf
-	v := plannedView{values: values, versions: versions, portable: portable}
+	v := plannedView{values: values, versions: versions, portable: portable, flat: flat}
 	if portable {
 		sum := sha256.Sum256(buf)
 		hex.Encode(v.hash[:], sum[:])
@@ -97,4 +102,13 @@ func inCanonicalOrder(slots []slot) bool {
 		}
 	}
 	return true
+}
+
+// isContainer reports whether v is a list or a map.
+func isContainer(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return true
+	}
+	return false
 }

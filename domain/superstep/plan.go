@@ -80,6 +80,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 			Config:         node.Config,
 			Policy:         pol,
 			Owned:          len(candidates) == 1,
+			FlatSnapshot:   view.flat,
 		}
 	}
 	return Step{Kind: Execute, Activations: acts}, nil

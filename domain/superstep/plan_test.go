@@ -60,6 +60,35 @@ func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
 	assert.Equal(t, map[string]int64{"name": 1, "mode": 0, "x": 0, "n": 0}, a.SourceVersions)
 }
 
+// An executor hands an owned snapshot to its node without copying it only
+// when nothing in it is a list or a map: the flag must never claim a flat
+// snapshot that holds one, whether it comes from a write or a default.
+func TestSnapshotIsFlatOnlyWithoutListsOrMaps(t *testing.T) {
+	t.Parallel()
+	build := func(defaultValue map[string]any) *graph.Compiled {
+		return newDoc("flat").
+			input("name", str(), nil).
+			input("opts", objectMap(), defaultValue).
+			nodes("r").
+			edge("e", "$start", "r", nil).
+			compile(t, graph.Options{})
+	}
+	snapshot := func(g *graph.Compiled, input map[string]any) superstep.Activation {
+		h := newHarness(t, g, map[string]behavior{"r": echo()})
+		step, err := superstep.Advance(g, h.start(input), h.env())
+		require.NoError(t, err)
+		require.Len(t, step.Activations, 1)
+		return step.Activations[0]
+	}
+	plain := build(nil)
+	assert.True(t, snapshot(plain, map[string]any{"name": "ada"}).FlatSnapshot)
+	assert.False(t, snapshot(plain, map[string]any{"name": "ada", "opts": map[string]any{"k": "v"}}).FlatSnapshot, "a written map")
+	withDefault := build(map[string]any{"default": map[string]any{"k": "v"}})
+	a := snapshot(withDefault, map[string]any{"name": "ada"})
+	assert.Equal(t, map[string]any{"name": "ada", "opts": map[string]any{"k": "v"}}, a.Snapshot)
+	assert.False(t, a.FlatSnapshot, "a default map")
+}
+
 func TestAdvanceOutsideTheActiveLifecycle(t *testing.T) {
 	t.Parallel()
 	g := mlGraph(t)
