@@ -221,6 +221,31 @@ func (m *CheckpointMetadata) AppendCanonical(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// MarshalJSON writes the wire form, so checkpoints serialized with
+// encoding/json carry the spec's keys.
+func (m *CheckpointMetadata) MarshalJSON() ([]byte, error) { return m.AppendCanonical(nil), nil }
+
+// UnmarshalJSON reads the wire form strictly (ParseCheckpointMetadata).
+func (m *CheckpointMetadata) UnmarshalJSON(b []byte) error {
+	v, err := value.DecodeJSON(b)
+	if err != nil {
+		return err
+	}
+	w, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("checkpoint metadata: %T, not an object", v)
+	}
+	parsed, err := ParseCheckpointMetadata(w)
+	if err != nil {
+		return err
+	}
+	if parsed == nil {
+		return fmt.Errorf("checkpoint metadata: empty object")
+	}
+	*m = *parsed
+	return nil
+}
+
 // appendField appends `,"key":"s"`; key needs no escaping.
 func appendField(dst []byte, key, s string) []byte {
 	dst = append(dst, ',', '"')

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,6 +75,15 @@ func TestCheckpointMetadataWireFormRoundTrips(t *testing.T) {
 		require.True(t, m.Equal(parsed), "parsed %+v, want %+v", parsed, m)
 		require.Equal(t, m, parsed, "lists parse as non-nil, as the runtime builds them")
 
+		b, err := json.Marshal(struct{ Metadata *CheckpointMetadata }{m})
+		require.NoError(t, err)
+		outer, err := value.DecodeJSON(b)
+		require.NoError(t, err)
+		require.True(t, value.Equal(wire, outer.(map[string]any)["Metadata"]), "encoding/json writes the wire form")
+		var back struct{ Metadata *CheckpointMetadata }
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, m, back.Metadata)
+
 		c := m.Clone()
 		require.True(t, m.Equal(c))
 		if len(c.NodeAttempts) > 0 {
@@ -94,6 +104,9 @@ func TestCheckpointMetadataOfANonCheckpointEvent(t *testing.T) {
 	parsed, err := ParseCheckpointMetadata(map[string]any{})
 	require.NoError(t, err)
 	assert.Nil(t, parsed)
+	var into CheckpointMetadata
+	assert.Error(t, json.Unmarshal([]byte(`{}`), &into), "an empty object is no checkpoint's metadata")
+	assert.Error(t, json.Unmarshal([]byte(`[]`), &into))
 }
 
 func TestParseCheckpointMetadataRejectsWhatTheRuntimeNeverWrites(t *testing.T) {
