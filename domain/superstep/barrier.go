@@ -52,7 +52,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		writesBuf  [16]fieldWrite
 		okBuf      [16]string
 		changedBuf [16]string
-		writersBuf [16][]any
+		writersBuf [16]span
 	)
 	writes, okNodes := writesBuf[:0], okBuf[:0]
 	for i := range items {
@@ -74,13 +74,16 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	changedFields, writers := changedBuf[:0], writersBuf[:0]
 	// Every field's writer list is a window of one array (each capped, so
 	// none can grow into the next); the fold's value lists share another.
+	// Both stay on the stack for small supersteps: a writer list is copied
+	// only into a payload that is not shared (writersPayload).
 	var (
-		allNames  []any
+		namesBuf  [16]any
+		allNames  = namesBuf[:0]
 		valuesBuf [16]any
 		allValues = valuesBuf[:0]
 	)
 	if len(writes) > 0 {
-		allNames = make([]any, len(writes))
+		allNames = slices.Grow(allNames, len(writes))[:len(writes)]
 		allValues = slices.Grow(allValues, len(writes))[:len(writes)]
 	}
 	for start := 0; start < len(writes); {
@@ -99,7 +102,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		cur, has := currentValue(r.Channels, s)
 		bump(channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, values))
 		changedFields = append(changedFields, f)
-		writers = append(writers, names)
+		writers = append(writers, span{start, end})
 		start = end
 	}
 
@@ -216,7 +219,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	for i, f := range changedFields {
 		events = append(events, run.Event{
 			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: idx.fields[f].channelID,
-			Payload: idx.writersPayload(writers[i]),
+			Payload: idx.writersPayload(allNames[writers[i].start:writers[i].end]),
 		})
 	}
 	for _, group := range [2][]*graph.RuntimeEdge{triggered, finish} {
@@ -429,3 +432,6 @@ func suppliedInterruptID(items []validated, id string) bool {
 	}
 	return false
 }
+
+// span is a window [start, end) of a list.
+type span struct{ start, end int }

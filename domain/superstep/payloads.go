@@ -74,7 +74,7 @@ func (idx *index) writersPayload(writers []any) map[string]any {
 			}
 		}
 	}
-	return map[string]any{"writers": writers}
+	return map[string]any{"writers": slices.Clone(writers)}
 }
 
 // initializedPayload is run_initialized's payload for the given inputs
