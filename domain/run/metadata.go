@@ -100,41 +100,10 @@ func (m *CheckpointMetadata) Map() map[string]any {
 	}
 	var active any
 	if a := m.ActiveSuperstep; a != nil {
-		tasks := make([]any, len(a.Tasks))
-		for i, t := range a.Tasks {
-			tasks[i] = map[string]any{
-				keyTaskID:           t.TaskID,
-				keyNodeID:           t.NodeID,
-				keyScheduledAttempt: int64(t.ScheduledAttempt),
-				keyIdempotencyKey:   t.IdempotencyKey,
-			}
-		}
-		pending := make([]any, len(a.PendingAttempts))
-		for i, p := range a.PendingAttempts {
-			pending[i] = map[string]any{
-				keyTaskID:         p.TaskID,
-				keyNodeID:         p.NodeID,
-				keyAttempted:      int64(p.Attempted),
-				keyKind:           p.Kind,
-				keyIdempotencyKey: p.IdempotencyKey,
-			}
-		}
-		active = map[string]any{keyGraphStep: int64(a.GraphStep), keyTasks: tasks, keyPendingAttempts: pending}
+		active = map[string]any{keyGraphStep: int64(a.GraphStep),
+			keyTasks: wireList(a.Tasks, (*ScheduledTask).wire), keyPendingAttempts: wireList(a.PendingAttempts, (*PendingAttempt).wire)}
 	}
-	attempts := make([]any, len(m.NodeAttempts))
-	for i, a := range m.NodeAttempts {
-		var next any
-		if a.NextScheduledAttempt != 0 {
-			next = int64(a.NextScheduledAttempt)
-		}
-		attempts[i] = map[string]any{
-			keyTaskID:               a.TaskID,
-			keyNodeID:               a.NodeID,
-			keyAttempted:            int64(a.Attempted),
-			keyOutcome:              a.Outcome,
-			keyNextScheduledAttempt: next,
-		}
-	}
+	attempts := wireList(m.NodeAttempts, (*NodeAttempt).wire)
 	return map[string]any{
 		keyCheckpointSeq:   m.Seq,
 		keyCheckpointType:  string(m.Type),
@@ -144,6 +113,48 @@ func (m *CheckpointMetadata) Map() map[string]any {
 		keyActiveSuperstep: active,
 		keyNodeAttempts:    attempts,
 	}
+}
+
+func (t *ScheduledTask) wire() map[string]any {
+	return map[string]any{
+		keyTaskID:           t.TaskID,
+		keyNodeID:           t.NodeID,
+		keyScheduledAttempt: int64(t.ScheduledAttempt),
+		keyIdempotencyKey:   t.IdempotencyKey,
+	}
+}
+
+func (p *PendingAttempt) wire() map[string]any {
+	return map[string]any{
+		keyTaskID:         p.TaskID,
+		keyNodeID:         p.NodeID,
+		keyAttempted:      int64(p.Attempted),
+		keyKind:           p.Kind,
+		keyIdempotencyKey: p.IdempotencyKey,
+	}
+}
+
+func (a *NodeAttempt) wire() map[string]any {
+	var next any
+	if a.NextScheduledAttempt != 0 {
+		next = int64(a.NextScheduledAttempt)
+	}
+	return map[string]any{
+		keyTaskID:               a.TaskID,
+		keyNodeID:               a.NodeID,
+		keyAttempted:            int64(a.Attempted),
+		keyOutcome:              a.Outcome,
+		keyNextScheduledAttempt: next,
+	}
+}
+
+// wireList is the wire form of a list of items (never nil).
+func wireList[T any](items []T, wire func(*T) map[string]any) []any {
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = wire(&items[i])
+	}
+	return out
 }
 
 // AppendCanonical appends the canonical encoding of m's wire form (the
@@ -160,58 +171,18 @@ func (m *CheckpointMetadata) AppendCanonical(dst []byte) []byte {
 	} else {
 		dst = append(dst, `{"graph_step":`...)
 		dst = strconv.AppendInt(dst, int64(a.GraphStep), 10)
-		dst = append(dst, `,"pending_attempts":[`...)
-		for i, p := range a.PendingAttempts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"attempted":`...)
-			dst = strconv.AppendInt(dst, int64(p.Attempted), 10)
-			dst = appendField(dst, keyIdempotencyKey, p.IdempotencyKey)
-			dst = appendField(dst, keyKind, p.Kind)
-			dst = appendField(dst, keyNodeID, p.NodeID)
-			dst = appendField(dst, keyTaskID, p.TaskID)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, `],"tasks":[`...)
-		for i, t := range a.Tasks {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"idempotency_key":`...)
-			dst = value.AppendString(dst, t.IdempotencyKey)
-			dst = appendField(dst, keyNodeID, t.NodeID)
-			dst = append(dst, `,"scheduled_attempt":`...)
-			dst = strconv.AppendInt(dst, int64(t.ScheduledAttempt), 10)
-			dst = appendField(dst, keyTaskID, t.TaskID)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, "]}"...)
-	}
-	dst = append(dst, `,"checkpoint_seq":`...)
-	dst = strconv.AppendInt(dst, m.Seq, 10)
-	dst = appendField(dst, keyCheckpointType, string(m.Type))
-	dst = append(dst, `,"graph_step":`...)
-	dst = strconv.AppendInt(dst, int64(m.GraphStep), 10)
-	dst = append(dst, `,"node_attempts":[`...)
-	for i, a := range m.NodeAttempts {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"attempted":`...)
-		dst = strconv.AppendInt(dst, int64(a.Attempted), 10)
-		dst = append(dst, `,"next_scheduled_attempt":`...)
-		if a.NextScheduledAttempt == 0 {
-			dst = append(dst, "null"...)
-		} else {
-			dst = strconv.AppendInt(dst, int64(a.NextScheduledAttempt), 10)
-		}
-		dst = appendField(dst, keyNodeID, a.NodeID)
-		dst = appendField(dst, keyOutcome, a.Outcome)
-		dst = appendField(dst, keyTaskID, a.TaskID)
+		dst = append(dst, `,"pending_attempts":`...)
+		dst = appendList(dst, a.PendingAttempts, appendPendingAttempt)
+		dst = append(dst, `,"tasks":`...)
+		dst = appendList(dst, a.Tasks, appendScheduledTask)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `],"park_reason":`...)
+	dst = appendIntField(dst, keyCheckpointSeq, m.Seq)
+	dst = appendField(dst, keyCheckpointType, string(m.Type))
+	dst = appendIntField(dst, keyGraphStep, int64(m.GraphStep))
+	dst = append(dst, `,"node_attempts":`...)
+	dst = appendList(dst, m.NodeAttempts, appendNodeAttempt)
+	dst = append(dst, `,"park_reason":`...)
 	if m.WakeDisposition == DispositionContinue {
 		dst = append(dst, "null"...)
 	} else {
@@ -219,6 +190,62 @@ func (m *CheckpointMetadata) AppendCanonical(dst []byte) []byte {
 	}
 	dst = appendField(dst, keyWakeDisposition, string(m.WakeDisposition))
 	return append(dst, '}')
+}
+
+// The element encoders write their keys in canonical order.
+
+func appendPendingAttempt(dst []byte, p *PendingAttempt) []byte {
+	dst = append(dst, `{"attempted":`...)
+	dst = strconv.AppendInt(dst, int64(p.Attempted), 10)
+	dst = appendField(dst, keyIdempotencyKey, p.IdempotencyKey)
+	dst = appendField(dst, keyKind, p.Kind)
+	dst = appendField(dst, keyNodeID, p.NodeID)
+	dst = appendField(dst, keyTaskID, p.TaskID)
+	return append(dst, '}')
+}
+
+func appendScheduledTask(dst []byte, t *ScheduledTask) []byte {
+	dst = append(dst, `{"idempotency_key":`...)
+	dst = value.AppendString(dst, t.IdempotencyKey)
+	dst = appendField(dst, keyNodeID, t.NodeID)
+	dst = appendIntField(dst, keyScheduledAttempt, int64(t.ScheduledAttempt))
+	dst = appendField(dst, keyTaskID, t.TaskID)
+	return append(dst, '}')
+}
+
+func appendNodeAttempt(dst []byte, a *NodeAttempt) []byte {
+	dst = append(dst, `{"attempted":`...)
+	dst = strconv.AppendInt(dst, int64(a.Attempted), 10)
+	dst = append(dst, `,"next_scheduled_attempt":`...)
+	if a.NextScheduledAttempt == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendInt(dst, int64(a.NextScheduledAttempt), 10)
+	}
+	dst = appendField(dst, keyNodeID, a.NodeID)
+	dst = appendField(dst, keyOutcome, a.Outcome)
+	dst = appendField(dst, keyTaskID, a.TaskID)
+	return append(dst, '}')
+}
+
+// appendList appends items as a JSON list, each written by appendItem.
+func appendList[T any](dst []byte, items []T, appendItem func([]byte, *T) []byte) []byte {
+	dst = append(dst, '[')
+	for i := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendItem(dst, &items[i])
+	}
+	return append(dst, ']')
+}
+
+// appendIntField appends `,"key":n`; key needs no escaping.
+func appendIntField(dst []byte, key string, n int64) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendInt(dst, n, 10)
 }
 
 // MarshalJSON writes the wire form, so checkpoints serialized with
