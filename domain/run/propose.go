@@ -25,7 +25,7 @@ const (
 
 // Propose sequences a transition from committed to next: it sets
 // next.CheckpointSeq = committed.CheckpointSeq+1, numbers runtimeEvents from
-// committed.EventSeq+1 (run ID, timestamp now, empty metadata), appends the
+// committed.EventSeq+1 (run ID, timestamp now, no metadata), appends the
 // one checkpoint_committed event carrying the checkpoint metadata, sets
 // next.EventSeq, and returns the moment. For initialization committed is
 // nil (sequences start at 1). The metadata (checkpoint_seq, checkpoint_type,
@@ -34,8 +34,8 @@ const (
 //
 // Propose takes ownership of next and of the runtimeEvents (it sets their
 // sequence fields in place, and appends the final event into their array
-// when it has room); callers pass values they built for this moment. The
-// runtime events' empty metadata (and any nil payload) is one map shared
+// when it has room); callers pass values they built for this moment. A nil
+// payload and the final event's payload become one empty map shared
 // within the moment: like every proposed value it is read-only. Propose
 // never touches committed. now is used truncated to microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
@@ -84,11 +84,10 @@ func propose(m *Moment, metadata *CheckpointMetadata, attempts []NodeAttempt, co
 		events = make([]Event, len(runtimeEvents), len(runtimeEvents)+1)
 		copy(events, runtimeEvents)
 	}
-	// The events of one moment share one empty map for their missing
-	// payloads (as the final event shares the checkpoint metadata with the
-	// moment): events are values, never written after they are proposed,
-	// and a map per event would cost an allocation each on every superstep.
-	var empty map[string]any
+	// The events of one moment share one empty payload map: events are
+	// values, never written after they are proposed, and a map per event
+	// would cost an allocation each on every superstep.
+	empty := map[string]any{}
 	seq := baseEvent
 	for i := range events {
 		e := &events[i]
@@ -97,15 +96,9 @@ func propose(m *Moment, metadata *CheckpointMetadata, attempts []NodeAttempt, co
 		e.Seq = seq
 		e.Timestamp = now
 		if e.Payload == nil {
-			if empty == nil {
-				empty = map[string]any{}
-			}
 			e.Payload = empty
 		}
 		e.Metadata = nil
-	}
-	if empty == nil {
-		empty = map[string]any{}
 	}
 
 	added := addedPendingWrites(committedWrites, next.PendingWrites)
