@@ -39,7 +39,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		return v
 	}
 	// The view and its encoding are built in one pass over the slots.
-	values, versions := idx.unwrittenView()
+	values, versions := idx.unwrittenView(len(channels))
 	scratch := value.GetScratch()
 	defer scratch.Release()
 	buf := append(scratch.B, '{')

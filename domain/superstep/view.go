@@ -12,7 +12,7 @@ import (
 // exists (a node sees a missing key, not null); versions hold every declared
 // key, 0 when unwritten.
 func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
-	values, versions = idx.unwrittenView()
+	values, versions = idx.unwrittenView(len(channels))
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		if c, ok := channels[s.channelID]; ok {
@@ -26,9 +26,18 @@ func (idx *index) stateView(channels map[string]run.Channel) (values map[string]
 // unwrittenView returns fresh copies of the view of a run that wrote no
 // channel: the non-null defaults, and version 0 for every slot. A view
 // starts from it and overwrites the written slots; copying a built map
-// costs less than inserting every key again.
-func (idx *index) unwrittenView() (map[string]any, map[string]int64) {
-	return maps.Clone(idx.unwrittenValues), maps.Clone(idx.unwrittenVersions)
+// costs less than inserting every key again. written (the run's channel
+// count) bounds how many values the view will hold.
+func (idx *index) unwrittenView(written int) (map[string]any, map[string]int64) {
+	values := idx.unwrittenValues
+	if len(values) == 0 {
+		// No defaults: a map sized for what was written, which stays a
+		// small single-group map while few fields are.
+		values = make(map[string]any, min(written, len(idx.slots)))
+	} else {
+		values = maps.Clone(values)
+	}
+	return values, maps.Clone(idx.unwrittenVersions)
 }
 
 // guardView is the view guards read, with changed holding public IDs.
