@@ -259,6 +259,12 @@ func TestRunLifecycleWithAWorker(t *testing.T) {
 	last := events.Events[len(events.Events)-1]
 	assert.Equal(t, "checkpoint_committed", string(last.Type))
 	assert.Equal(t, shown.EventSeq, last.Seq)
+	assert.Equal(t, "run_completed", last.Metadata["checkpoint_type"], "the checkpoint metadata in its wire form")
+	assert.Equal(t, "terminal", last.Metadata["wake_disposition"])
+	assert.Equal(t, float64(shown.CheckpointSeq), last.Metadata["checkpoint_seq"])
+	assert.Contains(t, last.Metadata, "node_attempts")
+	assert.Equal(t, jsonMap{}, events.Events[0].Metadata, "a runtime event has empty metadata")
+	assert.Contains(t, c.ok("runs", "events", runID).stdout, "run_completed → terminal (run_completed)")
 	for i, e := range events.Events {
 		assert.Equal(t, int64(i+1), e.Seq, "contiguous")
 	}
@@ -522,9 +528,20 @@ func checkDemo(t *testing.T, out demoJSON, runs int) {
 	}
 	assert.Equal(t, demo.GraphID, out.GraphID)
 	var types []string
-	for _, cp := range out.Timeline.Checkpoints {
+	for i, cp := range out.Timeline.Checkpoints {
 		types = append(types, cp.Type)
+		assert.Equal(t, int64(i+1), cp.Seq, "checkpoint seqs run 1, 2, 3, …")
+		switch cp.Type {
+		case "retry_scheduled":
+			assert.Equal(t, "at", cp.Disposition)
+			assert.Equal(t, "retry_backoff", cp.ParkReason)
+		case "step_committed":
+			assert.Empty(t, cp.ParkReason, "a continue has no park reason")
+		}
 	}
+	final := out.Timeline.Checkpoints[len(out.Timeline.Checkpoints)-1]
+	assert.Equal(t, "terminal", final.Disposition)
+	assert.Equal(t, "run_completed", final.ParkReason)
 	assert.Contains(t, types, "retry_scheduled")
 	assert.Contains(t, types, "interrupt_requested")
 	assert.Contains(t, types, "interrupt_resolved")

@@ -290,7 +290,7 @@ func eventDetail(e run.Event) string {
 	case run.EventInterruptRequested, run.EventInterruptResolved:
 		return fmt.Sprintf("%s %v", e.NodeID, e.Payload["interrupt_id"])
 	case run.EventCheckpointCommitted:
-		return checkpointDetail(e.Metadata.Map())
+		return checkpointDetail(e.Metadata)
 	case run.EventRunFailed:
 		return fmt.Sprintf("%v: %v", e.Payload["reason"], e.Payload["message"])
 	}
@@ -298,12 +298,13 @@ func eventDetail(e run.Event) string {
 }
 
 // checkpointDetail is the "type, disposition (reason)" of a checkpoint.
-func checkpointDetail(metadata map[string]any) string {
-	kind, _ := metadata["checkpoint_type"].(string)
-	disposition, _ := metadata["wake_disposition"].(string)
-	out := kind + " → " + disposition
-	if reason, ok := metadata["park_reason"].(string); ok && reason != "" {
-		out += " (" + reason + ")"
+func checkpointDetail(m *run.CheckpointMetadata) string {
+	if m == nil {
+		return ""
+	}
+	out := string(m.Type) + " → " + string(m.WakeDisposition)
+	if m.WakeDisposition != run.DispositionContinue && m.ParkReason != "" {
+		out += " (" + m.ParkReason + ")"
 	}
 	return out
 }

@@ -308,6 +308,7 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 	defer cleanup()
 	c := a.client(rt)
 	res := eventPageJSON{RunID: runID, Events: []eventJSON{}}
+	var events []run.Event
 	for {
 		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: limit})
 		if err != nil {
@@ -316,6 +317,7 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 		for _, e := range page.Events {
 			res.Events = append(res.Events, toEventJSON(e))
 		}
+		events = append(events, page.Events...)
 		res.NextAfterSeq, res.HasMore = page.NextAfterSeq, page.HasMore
 		res.OldestAvailableSeq, res.LatestAvailableSeq, res.LatestSeq = page.OldestAvailableSeq, page.LatestAvailableSeq, page.LatestSeq
 		if !all || !page.HasMore {
@@ -327,8 +329,8 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 		return printJSON(a.io.Out, res)
 	}
 	t := newTable(a.io.Out, "SEQ", "STEP", "TYPE", "DETAIL", "TIME")
-	for _, e := range res.Events {
-		t.row(fmt.Sprint(e.Seq), fmt.Sprint(e.Step), string(e.Type), eventDetailJSON(e), e.Timestamp)
+	for _, e := range events {
+		t.row(fmt.Sprint(e.Seq), fmt.Sprint(e.Step), string(e.Type), eventDetail(e), timestamp(e.Timestamp))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -337,13 +339,6 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 		a.say("more events: docket runs events %s --after %d", runID, res.NextAfterSeq)
 	}
 	return nil
-}
-
-func eventDetailJSON(e eventJSON) string {
-	if e.Type == run.EventCheckpointCommitted {
-		return checkpointDetail(e.Metadata)
-	}
-	return eventDetail(run.Event{Type: e.Type, NodeID: e.NodeID, ChannelID: e.ChannelID, Payload: e.Payload})
 }
 
 // ---------------------------------------------------------------- start
