@@ -71,11 +71,11 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		}
 		return strings.Compare(a.nodeID, b.nodeID)
 	})
-	changedFields, writers := changedBuf[:0], writersBuf[:0]
-	// Every field's writer list is a window of one array (each capped, so
-	// none can grow into the next); the fold's value lists share another.
-	// Both stay on the stack for small supersteps: a writer list is copied
-	// only into a payload that is not shared (writersPayload).
+	changedFields, writerSpans := changedBuf[:0], writersBuf[:0]
+	// Every field's writers are a window (writerSpans) of one array of
+	// names; the fold's value lists are capped windows of another. Both
+	// stay on the stack for small supersteps: a writer list is copied only
+	// into a payload that is not shared (writersPayload).
 	var (
 		namesBuf  [16]any
 		allNames  = namesBuf[:0]
@@ -102,7 +102,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		cur, has := currentValue(r.Channels, s)
 		bump(channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, values))
 		changedFields = append(changedFields, f)
-		writers = append(writers, span{start, end})
+		writerSpans = append(writerSpans, span{start, end})
 		start = end
 	}
 
@@ -219,7 +219,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	for i, f := range changedFields {
 		events = append(events, run.Event{
 			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: idx.fields[f].channelID,
-			Payload: idx.writersPayload(allNames[writers[i].start:writers[i].end]),
+			Payload: idx.writersPayload(allNames[writerSpans[i].start:writerSpans[i].end]),
 		})
 	}
 	for _, group := range [2][]*graph.RuntimeEdge{triggered, finish} {
