@@ -7,6 +7,7 @@ import (
 
 	"github.com/docketgo/docket/app/executor"
 	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/superstep"
 )
 
@@ -18,10 +19,12 @@ func BenchmarkExecuteOne(b *testing.B) {
 	}))
 	e := &executor.Executor{Nodes: reg}
 	act := activation("n", "noop")
+	versions := act.SourceVersions.Map()
 	for i := range 10 {
 		act.Snapshot["f"+strconv.Itoa(i)] = "v"
-		act.SourceVersions["f"+strconv.Itoa(i)] = 1
+		versions["f"+strconv.Itoa(i)] = 1
 	}
+	act.SourceVersions = run.VersionsOf(versions)
 	acts := []superstep.Activation{act}
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -217,16 +217,12 @@ func (e *Executor) prepare(runID string, act *superstep.Activation, owned bool) 
 	// despite the contract cannot race its siblings or change the snapshot
 	// a retry will see.
 	state := act.Snapshot
-	if owned && state != nil && task.SourceVersions != nil {
+	if owned && state != nil {
 		if !act.FlatSnapshot {
 			state = cloneNested(state)
 		}
 	} else {
 		state = cloneMap(state)
-		task.SourceVersions = maps.Clone(task.SourceVersions)
-	}
-	if task.SourceVersions == nil {
-		task.SourceVersions = map[string]int64{}
 	}
 	return n, node.Input{State: state, Config: cloneMap(act.Config), Task: task}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/docketgo/docket/app/executor"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/domain/superstep"
 )
@@ -29,7 +30,7 @@ func activation(nodeID, ref string) superstep.Activation {
 		InputHash:      "hash",
 		IdempotencyKey: taskID + ":1",
 		Snapshot:       map[string]any{"topic": "go"},
-		SourceVersions: map[string]int64{"topic": 1},
+		SourceVersions: run.VersionsOf(map[string]int64{"topic": 1}),
 		Implementation: ref,
 		Config:         map[string]any{"field": "out"},
 		Policy:         graph.NodePolicy{MaxAttempts: 1},
@@ -302,7 +303,7 @@ func TestExecuteGivesEachAttemptItsIdentityAndAPrivateSnapshot(t *testing.T) {
 	execute(t, e, act)
 	want := node.Task{
 		RunID: "run_1", NodeID: "n", TaskID: "run_1:0:n", Step: 0, Attempt: 2,
-		IdempotencyKey: "run_1:0:n:2", SourceVersions: map[string]int64{"topic": 1},
+		IdempotencyKey: "run_1:0:n:2", SourceVersions: run.VersionsOf(map[string]int64{"topic": 1}),
 	}
 	assert.Equal(t, want, seen.Task)
 	assert.Equal(t, want, fromCtx)

@@ -242,10 +242,11 @@ func TestANodeWritingToItsOwnedViewChangesNeitherTheRunNorItsRetry(t *testing.T)
 	var seenVersions []map[string]int64
 	reg, g := chainAround(t, func(_ context.Context, in node.Input) (node.Output, error) {
 		seen = append(seen, maps.Clone(in.State))
-		seenVersions = append(seenVersions, maps.Clone(in.Task.SourceVersions))
+		versions := in.Task.SourceVersions.Map()
+		seenVersions = append(seenVersions, maps.Clone(versions))
 		in.State["a"] = "mutated"
 		in.State["extra"] = "x"
-		in.Task.SourceVersions["a"] = 99
+		versions["a"] = 99 // a copy: the attempt's versions are read-only
 		if in.Task.Attempt == 1 {
 			return node.Output{}, context.DeadlineExceeded // retryable
 		}
@@ -256,6 +257,7 @@ func TestANodeWritingToItsOwnedViewChangesNeitherTheRunNorItsRetry(t *testing.T)
 	require.Len(t, seen, 2)
 	assert.Equal(t, seen[0], seen[1], "the retry sees the view the first attempt was given")
 	assert.Equal(t, seenVersions[0], seenVersions[1])
+	assert.Equal(t, int64(1), seenVersions[1]["a"])
 	assert.Equal(t, "v", seen[1]["a"])
 	assert.Equal(t, "v", r.Channels["state:a"].Value)
 	park := findCheckpoints(cps, run.CheckpointRetryScheduled)[0].Run

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
 )
 
@@ -54,8 +55,9 @@ type Task struct {
 	Attempt        int    // counts from 1
 	IdempotencyKey string // "<task_id>:<attempt>"
 	// SourceVersions holds the committed version of every state value the
-	// attempt sees (absent means 0).
-	SourceVersions map[string]int64
+	// attempt sees (0 for one never written). It is read-only: Get reads
+	// one version, Map copies them all.
+	SourceVersions run.Versions
 }
 
 type taskKey struct{}

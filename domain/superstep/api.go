@@ -94,16 +94,17 @@ type Activation struct {
 	Attempt        int
 	InputHash      string
 	IdempotencyKey string
-	Snapshot       map[string]any   // the public state view values
-	SourceVersions map[string]int64 // their versions
-	Implementation string           // registry ID
+	Snapshot       map[string]any // the public state view values
+	SourceVersions run.Versions   // their versions
+	Implementation string         // registry ID
 	Config         map[string]any
 	Policy         graph.NodePolicy
-	// Owned says Snapshot and SourceVersions were built for this activation
-	// alone and nothing reads them once it has executed: an executor may
-	// hand them to the node without copying them (values nested inside the
-	// snapshot still belong to the run). A retry of an owned activation
-	// takes its snapshot from the committed run again.
+	// Owned says Snapshot was built for this activation alone and nothing
+	// reads it once it has executed: an executor may hand it to the node
+	// without copying it (values nested inside the snapshot still belong
+	// to the run). A retry of an owned activation takes its snapshot from
+	// the committed run again. SourceVersions is read-only and never
+	// needs a copy.
 	Owned bool
 	// FlatSnapshot says no value of Snapshot is a list or a map, so an
 	// owned snapshot can be handed over without copying anything.

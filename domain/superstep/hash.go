@@ -12,7 +12,7 @@ import (
 // plannedView is the state view of a planned superstep with its input hash.
 type plannedView struct {
 	values   map[string]any
-	versions map[string]int64
+	versions run.Versions // read from the planned-from run's channels
 	// hash is the input hash in hex, held by value so the planner can
 	// store it with the superstep's task identities; unset when the view
 	// is not portable.
@@ -29,8 +29,8 @@ type plannedView struct {
 // the map.
 func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 	if !idx.canonicalOrder {
-		values, versions := idx.stateView(channels)
-		v := plannedView{values: values, versions: versions, flat: true}
+		values := idx.stateValues(channels)
+		v := plannedView{values: values, versions: run.ChannelVersions(idx.versionKeys, channels), flat: true}
 		for _, x := range values {
 			v.flat = v.flat && !isContainer(x)
 		}
@@ -39,7 +39,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		return v
 	}
 	// The view and its encoding are built in one pass over the slots.
-	values, versions := idx.unwrittenView(len(channels))
+	values := idx.freshValues(len(channels))
 	scratch := value.GetScratch()
 	defer scratch.Release()
 	buf := append(scratch.B, '{')
@@ -50,7 +50,6 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		if c, ok := channels[s.channelID]; ok {
 			v = c.Value
 			values[s.publicID] = v
-			versions[s.publicID] = c.Version
 		} else {
 			if s.channel.Default == nil {
 				continue
@@ -74,7 +73,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		buf = append(buf, '}')
 	}
 	scratch.B = buf
-	v := plannedView{values: values, versions: versions, portable: portable, flat: flat}
+	v := plannedView{values: values, versions: run.ChannelVersions(idx.versionKeys, channels), portable: portable, flat: flat}
 	if portable {
 		sum := sha256.Sum256(buf)
 		hex.Encode(v.hash[:], sum[:])

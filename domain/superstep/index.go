@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/value"
 )
 
@@ -31,8 +32,10 @@ type index struct {
 	boxed map[string]any
 	// policies holds each node's resolved policy (or why it is invalid).
 	policies map[string]resolvedPolicy
+	// versionKeys are the slots as run.Versions reads them.
+	versionKeys []run.VersionKey
 	// unwrittenValues and unwrittenVersions are the state view of a run
-	// that wrote no channel (see unwrittenView); never written.
+	// that wrote no channel (see freshValues); never written.
 	unwrittenValues   map[string]any
 	unwrittenVersions map[string]int64
 	// canonicalOrder says the slots are in canonical key order, so a state
@@ -128,8 +131,10 @@ func buildIndex(g *graph.Compiled) *index {
 	idx.canonicalOrder = inCanonicalOrder(idx.slots)
 	idx.unwrittenValues = make(map[string]any, len(idx.slots))
 	idx.unwrittenVersions = make(map[string]int64, len(idx.slots))
+	idx.versionKeys = make([]run.VersionKey, len(idx.slots))
 	for i := range idx.slots {
 		s := &idx.slots[i]
+		idx.versionKeys[i] = run.VersionKey{PublicID: s.publicID, ChannelID: s.channelID}
 		idx.unwrittenVersions[s.publicID] = 0
 		if s.channel.Default != nil {
 			idx.unwrittenValues[s.publicID] = s.channel.Default

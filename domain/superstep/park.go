@@ -37,11 +37,11 @@ func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, 
 		copy(failures, prior)
 		failures = append(failures, run.AttemptFailure{Attempt: a.Attempt, Reason: rt.reason})
 		next := a.Attempt + 1
-		snapshot, versions := a.Snapshot, a.SourceVersions
+		snapshot := a.Snapshot
 		if a.Owned {
 			// The node may have written to its owned view; the committed
 			// run still holds the view it was planned from.
-			snapshot, versions = idx.stateView(r.Channels)
+			snapshot, _ = idx.stateView(r.Channels)
 		}
 		active[a.TaskID] = run.TaskState{
 			TaskID:         a.TaskID,
@@ -52,7 +52,7 @@ func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, 
 			InputHash:      a.InputHash,
 			IdempotencyKey: run.IdempotencyKey(a.TaskID, next),
 			Snapshot:       snapshot,
-			SourceVersions: versions,
+			SourceVersions: a.SourceVersions.Map(),
 			Failures:       failures,
 		}
 		timers[a.TaskID] = run.Timer{

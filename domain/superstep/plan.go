@@ -227,7 +227,7 @@ func resumeSuperstep(g *graph.Compiled, idx *index, r *run.Run, env Env, now tim
 			InputHash:      t.InputHash,
 			IdempotencyKey: run.IdempotencyKey(t.TaskID, t.Attempt),
 			Snapshot:       t.Snapshot,
-			SourceVersions: t.SourceVersions,
+			SourceVersions: run.VersionsOf(t.SourceVersions),
 			Implementation: node.Implementation,
 			Config:         node.Config,
 			Policy:         pol,

@@ -57,7 +57,10 @@ func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
 	require.Len(t, step.Activations, 1)
 	a := step.Activations[0]
 	assert.Equal(t, map[string]any{"name": "ada", "mode": "fast", "n": int64(3)}, a.Snapshot)
-	assert.Equal(t, map[string]int64{"name": 1, "mode": 0, "x": 0, "n": 0}, a.SourceVersions)
+	assert.Equal(t, map[string]int64{"name": 1, "mode": 0, "x": 0, "n": 0}, a.SourceVersions.Map())
+	assert.Equal(t, int64(1), a.SourceVersions.Get("name"))
+	assert.Zero(t, a.SourceVersions.Get("mode"), "declared, never written")
+	assert.Zero(t, a.SourceVersions.Get("e"), "an edge is not a field")
 }
 
 // An executor hands an owned snapshot to its node without copying it only

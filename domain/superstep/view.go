@@ -12,32 +12,40 @@ import (
 // exists (a node sees a missing key, not null); versions hold every declared
 // key, 0 when unwritten.
 func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
-	values, versions = idx.unwrittenView(len(channels))
+	versions = maps.Clone(idx.unwrittenVersions)
+	for i := range idx.slots {
+		s := &idx.slots[i]
+		if c, ok := channels[s.channelID]; ok {
+			versions[s.publicID] = c.Version
+		}
+	}
+	return idx.stateValues(channels), versions
+}
+
+// stateValues is the values half of stateView.
+func (idx *index) stateValues(channels map[string]run.Channel) map[string]any {
+	values := idx.freshValues(len(channels))
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		if c, ok := channels[s.channelID]; ok {
 			values[s.publicID] = c.Value
-			versions[s.publicID] = c.Version
 		}
 	}
-	return values, versions
+	return values
 }
 
-// unwrittenView returns fresh copies of the view of a run that wrote no
-// channel: the non-null defaults, and version 0 for every slot. A view
-// starts from it and overwrites the written slots; copying a built map
-// costs less than inserting every key again. written (the run's channel
-// count) bounds how many values the view will hold.
-func (idx *index) unwrittenView(written int) (map[string]any, map[string]int64) {
-	values := idx.unwrittenValues
-	if len(values) == 0 {
+// freshValues returns a fresh copy of the values of a run that wrote
+// no channel: the non-null defaults. A view starts from it and overwrites
+// the written slots; copying a built map costs less than inserting every
+// key again. written (the run's channel count) bounds how many values the
+// view will hold.
+func (idx *index) freshValues(written int) map[string]any {
+	if len(idx.unwrittenValues) == 0 {
 		// No defaults: a map sized for what was written, which stays a
 		// small single-group map while few fields are.
-		values = make(map[string]any, min(written, len(idx.slots)))
-	} else {
-		values = maps.Clone(values)
+		return make(map[string]any, min(written, len(idx.slots)))
 	}
-	return values, maps.Clone(idx.unwrittenVersions)
+	return maps.Clone(idx.unwrittenValues)
 }
 
 // guardView is the view guards read, with changed holding public IDs.
