@@ -3,6 +3,7 @@ package inline_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -169,4 +170,35 @@ func TestOnCallingGoroutineGoexitLeavesNoTimerBehind(t *testing.T) {
 		}
 		retriedOnce(t, r, cps, err, "timeout")
 	}
+}
+
+// An attempt that follows a retry's backoff, longer than the attempt
+// before it may run, still sees its own deadline end its context: nothing
+// the earlier attempt armed may stand in for it.
+func TestOnCallingGoroutineTimesOutAnAttemptAfterTheTimerFiredBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	var cause atomic.Value
+	reg, g := chainAround(t, func(ctx context.Context, in node.Input) (node.Output, error) {
+		if in.Task.Attempt == 1 {
+			return node.Output{}, errors.New("try again") // retryable, at once
+		}
+		select {
+		case <-ctx.Done():
+			cause.Store(ctx.Err())
+		case <-time.After(30 * time.Second):
+			cause.Store(errors.New("the attempt's context never ended"))
+		}
+		return node.Update(map[string]any{"b": "late"}), nil
+	})
+	backoff := inline.WithSleeper(func(context.Context, time.Duration) error {
+		time.Sleep(60 * time.Millisecond) // past attempt 1's 20 ms deadline
+		return nil
+	})
+	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg, backoff)...)
+	require.NoError(t, err)
+	assert.Equal(t, context.DeadlineExceeded, cause.Load())
+	assert.Equal(t, run.StatusFailed, r.Status, "both attempts failed")
+	failed := eventsOf(cps, run.EventNodeFailed)
+	require.Len(t, failed, 2)
+	assert.Contains(t, failed[1].Payload["reason"], "timeout")
 }
