@@ -41,7 +41,7 @@ func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, 
 		if a.Owned {
 			// The node may have written to its owned view; the committed
 			// run still holds the view it was planned from.
-			snapshot, _ = idx.stateView(r.Channels)
+			snapshot = idx.stateValues(r.Channels)
 		}
 		active[a.TaskID] = run.TaskState{
 			TaskID:         a.TaskID,
