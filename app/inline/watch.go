@@ -65,12 +65,16 @@ type drive struct {
 
 	// here says the loop runs on the calling goroutine
 	// (OnCallingGoroutine): expiry abandons a direct attempt at its
-	// deadline while armed, and cause records why the running attempt was
-	// abandoned.
-	here   bool
-	expiry *time.Timer // made on first use, kept across recycling
-	armed  bool
-	cause  error
+	// deadline, and cause records why the running attempt was abandoned.
+	// The timer stays set from one attempt to the next (armed, until
+	// firesAt; both under mu): a firing before an attempt's deadline sets
+	// it again, so an attempt whose deadline is no earlier than firesAt
+	// needs no timer call of its own.
+	here    bool
+	expiry  *time.Timer // made on first use, kept across recycling
+	armed   bool
+	firesAt time.Time
+	cause   error
 }
 
 type driveEventKind int
@@ -195,7 +199,8 @@ func (v *drive) recycle() {
 // when the node returns (see execute).
 func (v *drive) runHere() (*run.Run, error) {
 	v.here = true
-	// A node's runtime.Goexit unwinds through here with the timer armed.
+	// The timer stays armed between attempts; a node's runtime.Goexit
+	// unwinds through here too.
 	defer v.disarm()
 	if v.ctx.Done() != nil {
 		stop := context.AfterFunc(v.ctx, v.callerGaveUp)
@@ -228,16 +233,18 @@ func (v *drive) callerGaveUp() {
 
 // expire abandons the running direct attempt once its deadline has passed
 // (OnCallingGoroutine). A firing left over from an earlier attempt finds
-// the next one before its deadline and sets the timer again.
+// the next one before its deadline and sets the timer again; with none
+// running, the timer stays unset until the next attempt arms it.
 func (v *drive) expire() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.armed = false
 	a := v.current
 	if a == nil {
 		return
 	}
-	if wait := time.Until(a.Deadline()); wait > 0 {
-		v.expiry.Reset(wait)
+	if a.Deadline().After(time.Now()) {
+		v.setExpiry(a.Deadline())
 		return
 	}
 	if a.Abandon(context.DeadlineExceeded) {
@@ -246,13 +253,11 @@ func (v *drive) expire() {
 }
 
 // callHere calls a direct attempt on the calling goroutine under the
-// expiry timer (OnCallingGoroutine). An attempt abandoned while its node
+// expiry timer, which execute armed for it (OnCallingGoroutine). An attempt abandoned while its node
 // ran settles as the executor's timeout at its deadline; abandoned by the
 // caller, it returns the caller's error.
 func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
-	v.arm(a.Deadline())
 	result, owned := a.Call()
-	v.disarm()
 	v.mu.Lock()
 	v.current = nil
 	cause := v.cause
@@ -269,24 +274,38 @@ func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
 	return v.one[:], nil
 }
 
-// arm sets the expiry timer for deadline.
+// arm makes sure the expiry timer fires by deadline, the running
+// attempt's. A timer already set to fire no later needs nothing: its
+// firing finds this attempt and sets it again. v.mu is held.
 func (v *drive) arm(deadline time.Time) {
+	if v.armed && !v.firesAt.After(deadline) {
+		return
+	}
+	v.setExpiry(deadline)
+}
+
+// setExpiry sets the expiry timer to fire at deadline. v.mu is held.
+func (v *drive) setExpiry(deadline time.Time) {
 	wait := time.Until(deadline)
 	if v.expiry == nil {
 		v.expiry = time.AfterFunc(wait, v.expire)
 	} else {
 		v.expiry.Reset(wait)
 	}
-	v.armed = true
+	v.armed, v.firesAt = true, deadline
 }
 
-// disarm stops an armed expiry timer. One that has fired may still be
-// running expire, which touches the drive: it is then not recycled.
+// disarm stops the expiry timer when the loop ends. One that has fired may
+// still be running expire, which touches the drive: it is then not
+// recycled.
 func (v *drive) disarm() {
-	if v.armed && !v.expiry.Stop() {
+	v.mu.Lock()
+	armed := v.armed
+	v.armed = false
+	v.mu.Unlock()
+	if armed && !v.expiry.Stop() {
 		v.abandoned = true
 	}
-	v.armed = false
 }
 
 // runFresh is run on a new drive goroutine.
@@ -382,10 +401,12 @@ func (v *drive) execute(step superstep.Step, attempt **executor.Direct) ([]super
 		return nil, v.ctx.Err()
 	}
 	v.step, v.current = step, a
-	v.mu.Unlock()
 	if v.here {
+		v.arm(a.Deadline())
+		v.mu.Unlock()
 		return v.callHere(a)
 	}
+	v.mu.Unlock()
 
 	*attempt = a
 	result, owned := a.Call()
