@@ -38,8 +38,10 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		v.portable = copy(v.hash[:], hash) == len(v.hash)
 		return v
 	}
-	// The view and its encoding are built in one pass over the slots.
-	values := idx.freshValues(len(channels))
+	// The encoding is written in one pass over the slots, which gathers
+	// the written values so the view's map is made at its final size.
+	var writtenBuf [16]slotValue
+	written := writtenBuf[:0]
 	scratch := value.GetScratch()
 	defer scratch.Release()
 	buf := append(scratch.B, '{')
@@ -49,7 +51,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		var v any
 		if c, ok := channels[s.channelID]; ok {
 			v = c.Value
-			values[s.publicID] = v
+			written = append(written, slotValue{s.publicID, v})
 		} else {
 			if s.channel.Default == nil {
 				continue
@@ -73,6 +75,7 @@ func (idx *index) plannedView(channels map[string]run.Channel) plannedView {
 		buf = append(buf, '}')
 	}
 	scratch.B = buf
+	values := idx.valuesOf(written)
 	v := plannedView{values: values, versions: run.ChannelVersions(idx.versionKeys, channels), portable: portable, flat: flat}
 	if portable {
 		sum := sha256.Sum256(buf)

@@ -35,7 +35,7 @@ type index struct {
 	// versionKeys are the slots as run.Versions reads them.
 	versionKeys []run.VersionKey
 	// unwrittenValues and unwrittenVersions are the state view of a run
-	// that wrote no channel (see freshValues); never written.
+	// that wrote no channel (see valuesOf); never written.
 	unwrittenValues   map[string]any
 	unwrittenVersions map[string]int64
 	// canonicalOrder says the slots are in canonical key order, so a state

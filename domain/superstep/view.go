@@ -22,30 +22,40 @@ func (idx *index) stateView(channels map[string]run.Channel) (values map[string]
 	return idx.stateValues(channels), versions
 }
 
+// slotValue is a slot's committed value, by public ID.
+type slotValue struct {
+	publicID string
+	value    any
+}
+
 // stateValues is the values half of stateView.
 func (idx *index) stateValues(channels map[string]run.Channel) map[string]any {
-	values := idx.freshValues(len(channels))
+	var writtenBuf [16]slotValue
+	written := writtenBuf[:0]
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		if c, ok := channels[s.channelID]; ok {
-			values[s.publicID] = c.Value
+			written = append(written, slotValue{s.publicID, c.Value})
 		}
 	}
-	return values
+	return idx.valuesOf(written)
 }
 
-// freshValues returns a fresh copy of the values of a run that wrote
-// no channel: the non-null defaults. A view starts from it and overwrites
-// the written slots; copying a built map costs less than inserting every
-// key again. written (the run's channel count) bounds how many values the
-// view will hold.
-func (idx *index) freshValues(written int) map[string]any {
+// valuesOf returns a new view holding the non-null defaults overwritten by
+// written. Copying the defaults' built map costs less than inserting every
+// default again; without defaults the map is made at its final size, so a
+// view of eight values or fewer is a single group.
+func (idx *index) valuesOf(written []slotValue) map[string]any {
+	var values map[string]any
 	if len(idx.unwrittenValues) == 0 {
-		// No defaults: a map sized for what was written, which stays a
-		// small single-group map while few fields are.
-		return make(map[string]any, min(written, len(idx.slots)))
+		values = make(map[string]any, len(written))
+	} else {
+		values = maps.Clone(idx.unwrittenValues)
 	}
-	return maps.Clone(idx.unwrittenValues)
+	for _, w := range written {
+		values[w.publicID] = w.value
+	}
+	return values
 }
 
 // guardView is the view guards read, with changed holding public IDs.
