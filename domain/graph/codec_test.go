@@ -621,7 +621,7 @@ func requireWireError(t *testing.T, err error, code string) *graph.DocumentError
 	return docErr
 }
 
-var wireGenID = rapid.StringMatching(`[a-z][a-z0-9_]{0,6}`)
+func wireGenID() *rapid.Generator[string] { return rapid.StringMatching(`[a-z][a-z0-9_]{0,6}`) }
 
 func wireGenText() *rapid.Generator[string] {
 	return rapid.OneOf(rapid.Just(""), rapid.String(), rapid.SampledFrom([]string{"$start", "$finish", "é", "a.b"}))
@@ -678,7 +678,7 @@ func wireGenSchema(depth int) *rapid.Generator[*schema.Schema] {
 			schema.TypeMap, schema.TypeList, schema.TypeObject, schema.TypeEnum}
 		s := &schema.Schema{Type: rapid.SampledFrom(types).Draw(t, "type")}
 		if depth > 0 && s.Type == schema.TypeObject {
-			names := rapid.SliceOfNDistinct(wireGenID, 0, 2, rapid.ID[string]).Draw(t, "fields")
+			names := rapid.SliceOfNDistinct(wireGenID(), 0, 2, rapid.ID[string]).Draw(t, "fields")
 			for _, name := range names {
 				if s.Fields == nil {
 					s.Fields = map[string]*schema.Schema{}
@@ -779,7 +779,7 @@ func wireGenNode() *rapid.Generator[*graph.Node] {
 			if n.Branches == nil {
 				n.Branches = map[string][]string{}
 			}
-			ids := rapid.SliceOfN(wireGenID, 0, 3).Draw(t, "edges")
+			ids := rapid.SliceOfN(wireGenID(), 0, 3).Draw(t, "edges")
 			if len(ids) == 0 {
 				ids = nil
 			}
@@ -804,7 +804,7 @@ func wireGenEdge() *rapid.Generator[*graph.Edge] {
 			e.From = []string{wireGenText().Draw(t, "source")}
 		case 2:
 			e.Barrier = true
-			e.From = rapid.SliceOfN(wireGenID, 0, 3).Draw(t, "sources")
+			e.From = rapid.SliceOfN(wireGenID(), 0, 3).Draw(t, "sources")
 			if len(e.From) == 0 {
 				e.From = nil
 			}
@@ -833,7 +833,7 @@ func wireGenOutput() *rapid.Generator[*graph.Output] {
 
 func wireGenCollection[R any](gen *rapid.Generator[*R], setID func(*R, string)) *rapid.Generator[map[string]*R] {
 	return rapid.Custom(func(t *rapid.T) map[string]*R {
-		ids := rapid.SliceOfNDistinct(wireGenID, 0, 3, rapid.ID[string]).Draw(t, "ids")
+		ids := rapid.SliceOfNDistinct(wireGenID(), 0, 3, rapid.ID[string]).Draw(t, "ids")
 		if len(ids) == 0 {
 			return nil
 		}

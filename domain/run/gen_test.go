@@ -7,16 +7,23 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Generators of valid durable runs for property tests.
+// Generators of valid durable runs for property tests. Each test builds
+// its own generators: rapid's generators describe themselves lazily, which
+// races when one generator is drawn from by parallel tests.
 
-var genID = rapid.StringMatching(`[a-z][a-z0-9_-]{0,6}`)
+// genID draws public IDs.
+func genID() *rapid.Generator[string] { return rapid.StringMatching(`[a-z][a-z0-9_-]{0,6}`) }
 
 // genKey draws object keys, including non-ASCII ones whose canonical order
 // is not byte order.
-var genKey = rapid.OneOf(genID, rapid.SampledFrom([]string{"é", "\uffee", "😀", "a\"b", "tab\t", ""}))
+func genKey() *rapid.Generator[string] {
+	return rapid.OneOf(genID(), rapid.SampledFrom([]string{"é", "\uffee", "😀", "a\"b", "tab\t", ""}))
+}
 
 // genIDKey draws non-empty IDs used as keys, including non-ASCII ones.
-var genIDKey = rapid.OneOf(genID, rapid.SampledFrom([]string{"é", "\uffee", "😀", "state:\u2028"}))
+func genIDKey() *rapid.Generator[string] {
+	return rapid.OneOf(genID(), rapid.SampledFrom([]string{"é", "\uffee", "😀", "state:\u2028"}))
+}
 
 func genTime(t *rapid.T, label string) time.Time {
 	// 1970 … 2100, microsecond precision
@@ -63,7 +70,7 @@ func genMap(t *rapid.T, depth int) map[string]any {
 	n := rapid.IntRange(0, 3).Draw(t, "map len")
 	out := make(map[string]any, n)
 	for range n {
-		out[genKey.Draw(t, "key")] = genValue(t, depth)
+		out[genKey().Draw(t, "key")] = genValue(t, depth)
 	}
 	return out
 }
@@ -80,7 +87,7 @@ func genSet(t *rapid.T, label string) []string {
 	if rapid.Bool().Draw(t, label+" nil") {
 		return nil
 	}
-	s := rapid.SliceOfDistinct(genID, rapid.ID[string]).Draw(t, label)
+	s := rapid.SliceOfDistinct(genID(), rapid.ID[string]).Draw(t, label)
 	slices.Sort(s)
 	return s
 }
@@ -91,8 +98,8 @@ func genRun(t *rapid.T) *Run {
 	status := rapid.SampledFrom([]Status{StatusRunning, StatusWaiting, StatusDone, StatusFailed, StatusCancelled}).Draw(t, "status")
 	started := genTime(t, "started_at")
 	r := &Run{
-		ID:              genID.Draw(t, "id"),
-		GraphID:         genID.Draw(t, "graph_id"),
+		ID:              genID().Draw(t, "id"),
+		GraphID:         genID().Draw(t, "graph_id"),
 		GraphHash:       rapid.StringMatching(`[0-9a-f]{64}`).Draw(t, "graph_hash"),
 		Status:          status,
 		Input:           genOptMap(t),
@@ -113,16 +120,16 @@ func genRun(t *rapid.T) *Run {
 		r.Output = genMap(t, 2)
 	case StatusFailed:
 		r.Failure = &Failure{
-			Code:    genID.Draw(t, "code"),
+			Code:    genID().Draw(t, "code"),
 			Message: rapid.StringN(1, 20, -1).Draw(t, "message"),
-			NodeID:  rapid.OneOf(rapid.Just(""), genID).Draw(t, "failure node"),
+			NodeID:  rapid.OneOf(rapid.Just(""), genID()).Draw(t, "failure node"),
 			Details: genOptMap(t),
 		}
 	}
 	if !rapid.Bool().Draw(t, "nil channels") {
 		r.Channels = map[string]Channel{}
 		for range rapid.IntRange(0, 4).Draw(t, "channels") {
-			r.Channels[genIDKey.Draw(t, "channel id")] = Channel{
+			r.Channels[genIDKey().Draw(t, "channel id")] = Channel{
 				Value:       genValue(t, 2),
 				Version:     rapid.Int64Range(0, 1000).Draw(t, "version"),
 				BarrierSeen: genSet(t, "barrier_seen"),
@@ -132,10 +139,10 @@ func genRun(t *rapid.T) *Run {
 	if !rapid.Bool().Draw(t, "nil interrupts") {
 		r.Interrupts = map[string]Interrupt{}
 		for range rapid.IntRange(0, 3).Draw(t, "interrupts") {
-			id := genID.Draw(t, "interrupt id")
+			id := genID().Draw(t, "interrupt id")
 			in := Interrupt{
-				ID: id, NodeID: genID.Draw(t, "interrupt node"), Status: InterruptOpen,
-				ResumeChannel: genID.Draw(t, "resume channel"), Schema: genOptMap(t),
+				ID: id, NodeID: genID().Draw(t, "interrupt node"), Status: InterruptOpen,
+				ResumeChannel: genID().Draw(t, "resume channel"), Schema: genOptMap(t),
 				CreatedAt: genTime(t, "created_at"), Metadata: genOptMap(t),
 			}
 			if rapid.Bool().Draw(t, "resolved") {
@@ -155,13 +162,13 @@ func genRun(t *rapid.T) *Run {
 // genSuperstep gives a running run a parked superstep: at least one parked
 // task, each with a timer, and pending writes of other nodes.
 func genSuperstep(t *rapid.T, r *Run) {
-	nodes := rapid.SliceOfNDistinct(genID, 1, 5, rapid.ID[string]).Draw(t, "superstep nodes")
+	nodes := rapid.SliceOfNDistinct(genID(), 1, 5, rapid.ID[string]).Draw(t, "superstep nodes")
 	tasks := rapid.IntRange(1, len(nodes)).Draw(t, "parked tasks")
 	snapshot := genMap(t, 2)
 	r.ActiveTasks, r.Timers = map[string]TaskState{}, map[string]Timer{}
 	for _, node := range nodes[:tasks] {
 		task := parkedTask(r.ID, r.Step, node, rapid.IntRange(1, 4).Draw(t, "attempt"), snapshot)
-		task.SourceVersions = rapid.MapOf(genID, rapid.Int64Range(0, 50)).Draw(t, "source versions")
+		task.SourceVersions = rapid.MapOf(genID(), rapid.Int64Range(0, 50)).Draw(t, "source versions")
 		task.Metadata = genOptMap(t)
 		r.ActiveTasks[task.TaskID] = task
 		r.Timers[task.TaskID] = Timer{Kind: TimerRetry, FiresAt: genTime(t, "fires_at")}
