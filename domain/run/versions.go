@@ -62,15 +62,8 @@ func (v Versions) source() *versionSource {
 // Get returns the version of the field id, 0 when it was never written or
 // is not declared.
 func (v Versions) Get(id string) int64 {
-	s := v.source()
-	if s.keys == nil {
-		return s.fixed[id]
-	}
-	i, found := s.find(id)
-	if !found {
-		return 0
-	}
-	return s.channels[s.keys[i].ChannelID].Version
+	version, _ := v.source().lookup(id)
+	return version
 }
 
 // Len is the number of declared fields.
@@ -124,30 +117,28 @@ func (v Versions) Equal(o Versions) bool {
 	if v.Len() != o.Len() {
 		return false
 	}
+	other := o.source()
 	for id, version := range v.All() {
-		if !o.declares(id) || o.Get(id) != version {
+		if got, declared := other.lookup(id); !declared || got != version {
 			return false
 		}
 	}
 	return true
 }
 
-// declares reports whether id is one of v's fields.
-func (v Versions) declares(id string) bool {
-	s := v.source()
+// lookup returns the version of id and whether id is a declared field.
+func (s *versionSource) lookup(id string) (int64, bool) {
 	if s.keys == nil {
-		_, ok := s.fixed[id]
-		return ok
+		version, ok := s.fixed[id]
+		return version, ok
 	}
-	_, found := s.find(id)
-	return found
-}
-
-// find is the position of id among the keys.
-func (s *versionSource) find(id string) (int, bool) {
-	return slices.BinarySearchFunc(s.keys, id, func(k VersionKey, id string) int {
+	i, found := slices.BinarySearchFunc(s.keys, id, func(k VersionKey, id string) int {
 		return strings.Compare(k.PublicID, id)
 	})
+	if !found {
+		return 0, false
+	}
+	return s.channels[s.keys[i].ChannelID].Version, true
 }
 
 // MarshalJSON writes the versions as a JSON object.

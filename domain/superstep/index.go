@@ -34,10 +34,9 @@ type index struct {
 	policies map[string]resolvedPolicy
 	// versionKeys are the slots as run.Versions reads them.
 	versionKeys []run.VersionKey
-	// unwrittenValues and unwrittenVersions are the state view of a run
-	// that wrote no channel (see valuesOf); never written.
-	unwrittenValues   map[string]any
-	unwrittenVersions map[string]int64
+	// unwrittenValues is the view of a run that wrote no channel (see
+	// valuesOf); never written.
+	unwrittenValues map[string]any
 	// canonicalOrder says the slots are in canonical key order, so a state
 	// view can be hashed slot by slot (see plannedView).
 	canonicalOrder bool
@@ -130,12 +129,10 @@ func buildIndex(g *graph.Compiled) *index {
 	})
 	idx.canonicalOrder = inCanonicalOrder(idx.slots)
 	idx.unwrittenValues = make(map[string]any, len(idx.slots))
-	idx.unwrittenVersions = make(map[string]int64, len(idx.slots))
 	idx.versionKeys = make([]run.VersionKey, len(idx.slots))
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		idx.versionKeys[i] = run.VersionKey{PublicID: s.publicID, ChannelID: s.channelID}
-		idx.unwrittenVersions[s.publicID] = 0
 		if s.channel.Default != nil {
 			idx.unwrittenValues[s.publicID] = s.channel.Default
 		}

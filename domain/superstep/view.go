@@ -12,14 +12,7 @@ import (
 // exists (a node sees a missing key, not null); versions hold every declared
 // key, 0 when unwritten.
 func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
-	versions = maps.Clone(idx.unwrittenVersions)
-	for i := range idx.slots {
-		s := &idx.slots[i]
-		if c, ok := channels[s.channelID]; ok {
-			versions[s.publicID] = c.Version
-		}
-	}
-	return idx.stateValues(channels), versions
+	return idx.stateValues(channels), run.ChannelVersions(idx.versionKeys, channels).Map()
 }
 
 // slotValue is a slot's committed value, by public ID.
