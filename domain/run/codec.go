@@ -23,10 +23,6 @@ var ErrCorruptRun = errors.New("corrupt run document")
 // formatVersion names the document layout; Decode accepts only this one.
 const formatVersion = 1
 
-// timeLayout writes timestamps as RFC 3339 in UTC with exactly six
-// fractional digits, so they sort as text and parse back to the microsecond.
-const timeLayout = "2006-01-02T15:04:05.000000Z"
-
 // Encode serializes the run document deterministically (equal runs, equal
 // bytes) for storage; Decode is its inverse and validates the result.
 //
@@ -112,7 +108,7 @@ func (w *writer) time(t time.Time) {
 		return
 	}
 	w.b = append(w.b, '"')
-	w.b = t.AppendFormat(w.b, timeLayout)
+	w.b = appendTimestamp(w.b, t)
 	w.b = append(w.b, '"')
 }
 
@@ -488,25 +484,53 @@ func (d *reader) failf(path, format string, args ...any) {
 type record struct {
 	d    *reader
 	m    map[string]any
-	path string
+	path docPath
+}
+
+// docPath is where a value sits in the document, for an error to name. It
+// is formatted only when an error is reported: reading a valid document
+// builds no path strings (a run's channels alone would cost two
+// allocations each).
+type docPath struct {
+	base  string // the enclosing path, formatted; the whole path for a record key
+	entry string // a map entry's key, when kind is entryPath
+	index int    // a list element's index, when kind is indexPath
+	kind  uint8
+}
+
+// The kinds of docPath.
+const (
+	plainPath uint8 = iota
+	entryPath
+	indexPath
+)
+
+func (p docPath) String() string {
+	switch p.kind {
+	case entryPath:
+		return p.base + "[" + strconv.Quote(p.entry) + "]"
+	case indexPath:
+		return p.base + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return p.base
 }
 
 // object checks that v is an object with exactly the given keys.
-func (d *reader) object(v any, path string, keys ...string) (record, bool) {
+func (d *reader) object(v any, path docPath, keys ...string) (record, bool) {
 	return d.objectWithOptional(v, path, keys, nil)
 }
 
 // objectWithOptional is object for a record whose optional keys may be
 // left out (read as null); any other key is unknown.
-func (d *reader) objectWithOptional(v any, path string, keys, optional []string) (record, bool) {
+func (d *reader) objectWithOptional(v any, path docPath, keys, optional []string) (record, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.failf(path, "want an object, got %s", kindOf(v))
+		d.failf(path.String(), "want an object, got %s", kindOf(v))
 		return record{}, false
 	}
 	for _, k := range keys {
 		if _, ok := m[k]; !ok {
-			d.failf(path, "missing key %q", k)
+			d.failf(path.String(), "missing key %q", k)
 			return record{}, false
 		}
 	}
@@ -519,7 +543,7 @@ func (d *reader) objectWithOptional(v any, path string, keys, optional []string)
 	if len(m) != present {
 		for _, k := range value.SortedKeys(m) {
 			if !slices.Contains(keys, k) && !slices.Contains(optional, k) {
-				d.failf(path, "unknown key %q", k)
+				d.failf(path.String(), "unknown key %q", k)
 				break
 			}
 		}
@@ -529,10 +553,11 @@ func (d *reader) objectWithOptional(v any, path string, keys, optional []string)
 }
 
 func (o record) at(k string) string {
-	if o.path == "" {
+	path := o.path.String()
+	if path == "" {
 		return k
 	}
-	return o.path + "." + k
+	return path + "." + k
 }
 
 func (o record) str(k string) string {
@@ -576,7 +601,7 @@ func (o record) time(k string) time.Time {
 		o.d.failf(o.at(k), "want a timestamp string, got %s", kindOf(v))
 		return time.Time{}
 	}
-	t, err := time.Parse(timeLayout, s)
+	t, err := parseTimestamp(s)
 	if err != nil || t.IsZero() {
 		o.d.failf(o.at(k), "invalid timestamp %q", s)
 		return time.Time{}
@@ -620,7 +645,7 @@ func (o record) strings(k string) []string {
 }
 
 // each reads an object of records keyed by ID, null meaning nil.
-func each[V any](o record, k string, read func(v any, path string) V) map[string]V {
+func each[V any](o record, k string, read func(v any, path docPath) V) map[string]V {
 	v := o.m[k]
 	if v == nil {
 		return nil
@@ -632,13 +657,13 @@ func each[V any](o record, k string, read func(v any, path string) V) map[string
 	}
 	out := make(map[string]V, len(m))
 	for id, e := range m {
-		out[id] = read(e, o.at(k)+"["+strconv.Quote(id)+"]")
+		out[id] = read(e, docPath{base: o.at(k), entry: id, kind: entryPath})
 	}
 	return out
 }
 
 // list reads a list of records, null meaning nil.
-func list[V any](o record, k string, read func(v any, path string) V) []V {
+func list[V any](o record, k string, read func(v any, path docPath) V) []V {
 	v := o.m[k]
 	if v == nil {
 		return nil
@@ -650,13 +675,13 @@ func list[V any](o record, k string, read func(v any, path string) V) []V {
 	}
 	out := make([]V, len(l))
 	for i, e := range l {
-		out[i] = read(e, fmt.Sprintf("%s[%d]", o.at(k), i))
+		out[i] = read(e, docPath{base: o.at(k), index: i, kind: indexPath})
 	}
 	return out
 }
 
 func (d *reader) run(doc any) *Run {
-	o, ok := d.object(doc, "", "active_tasks", "changed_channels", "channels", "checkpoint_seq",
+	o, ok := d.object(doc, docPath{}, "active_tasks", "changed_channels", "channels", "checkpoint_seq",
 		"event_seq", "failure", "finished_at", "format_version", "graph_hash", "graph_id", "id",
 		"input", "interrupts", "metadata", "output", "pending_nodes", "pending_writes",
 		"started_at", "status", "step", "timers", "updated_at")
@@ -690,7 +715,7 @@ func (d *reader) run(doc any) *Run {
 		Metadata:        o.portableMap("metadata"),
 	}
 	if f := o.m["failure"]; f != nil {
-		r.Failure = d.failure(f, "failure")
+		r.Failure = d.failure(f, docPath{base: "failure"})
 	}
 	return r
 }
@@ -699,7 +724,7 @@ func (d *reader) run(doc any) *Run {
 // only when set; earlier documents write them as null).
 var channelKeys, channelOptionalKeys = []string{"version"}, []string{"barrier_seen", "value"}
 
-func (d *reader) channel(v any, path string) Channel {
+func (d *reader) channel(v any, path docPath) Channel {
 	o, ok := d.objectWithOptional(v, path, channelKeys, channelOptionalKeys)
 	if !ok {
 		return Channel{}
@@ -707,7 +732,7 @@ func (d *reader) channel(v any, path string) Channel {
 	return Channel{Value: o.m["value"], Version: o.int64("version"), BarrierSeen: o.strings("barrier_seen")}
 }
 
-func (d *reader) failure(v any, path string) *Failure {
+func (d *reader) failure(v any, path docPath) *Failure {
 	o, ok := d.object(v, path, "code", "details", "message", "node_id")
 	if !ok {
 		return nil
@@ -715,7 +740,7 @@ func (d *reader) failure(v any, path string) *Failure {
 	return &Failure{Code: o.str("code"), Message: o.str("message"), NodeID: o.optStr("node_id"), Details: o.portableMap("details")}
 }
 
-func (d *reader) task(v any, path string) TaskState {
+func (d *reader) task(v any, path docPath) TaskState {
 	o, ok := d.object(v, path, "attempt", "deadline_at", "failures", "idempotency_key", "input_hash",
 		"metadata", "node_id", "snapshot", "source_versions", "started_at", "status", "step", "task_id")
 	if !ok {
@@ -738,15 +763,15 @@ func (d *reader) task(v any, path string) TaskState {
 	}
 }
 
-func (d *reader) version(v any, path string) int64 {
+func (d *reader) version(v any, path docPath) int64 {
 	n, ok := v.(int64)
 	if !ok {
-		d.failf(path, "want an integer, got %s", kindOf(v))
+		d.failf(path.String(), "want an integer, got %s", kindOf(v))
 	}
 	return n
 }
 
-func (d *reader) attemptFailure(v any, path string) AttemptFailure {
+func (d *reader) attemptFailure(v any, path docPath) AttemptFailure {
 	o, ok := d.object(v, path, "attempt", "reason")
 	if !ok {
 		return AttemptFailure{}
@@ -754,7 +779,7 @@ func (d *reader) attemptFailure(v any, path string) AttemptFailure {
 	return AttemptFailure{Attempt: o.int("attempt"), Reason: o.str("reason")}
 }
 
-func (d *reader) pendingWrite(v any, path string) PendingWrite {
+func (d *reader) pendingWrite(v any, path docPath) PendingWrite {
 	o, ok := d.object(v, path, "attempt", "kind", "node_id", "task_id", "value")
 	if !ok {
 		return PendingWrite{}
@@ -762,7 +787,7 @@ func (d *reader) pendingWrite(v any, path string) PendingWrite {
 	return PendingWrite{TaskID: o.str("task_id"), NodeID: o.str("node_id"), Attempt: o.int("attempt"), Kind: o.str("kind"), Value: o.m["value"]}
 }
 
-func (d *reader) interrupt(v any, path string) Interrupt {
+func (d *reader) interrupt(v any, path docPath) Interrupt {
 	o, ok := d.object(v, path, "created_at", "id", "metadata", "node_id", "resolved_at", "resume_channel", "schema", "status")
 	if !ok {
 		return Interrupt{}
@@ -779,7 +804,7 @@ func (d *reader) interrupt(v any, path string) Interrupt {
 	}
 }
 
-func (d *reader) timer(v any, path string) Timer {
+func (d *reader) timer(v any, path docPath) Timer {
 	o, ok := d.object(v, path, "fires_at", "kind")
 	if !ok {
 		return Timer{}

@@ -176,6 +176,9 @@ func TestDecodeRejectsCorruptDocuments(t *testing.T) {
 		{"non-UTC timestamp", replace(`"started_at":"2025-03-04T05:06:07.123456Z"`, `"started_at":"2025-03-04T05:06:07.123456+01:00"`), `started_at: invalid timestamp`, false},
 		{"bad nested record", replace(`"resume_channel":"answer"`, `"resume_channel":null`), `interrupts["asked"].resume_channel: want a string`, false},
 		{"set of non-strings", replace(`"pending_nodes":["gate","other"]`, `"pending_nodes":[1]`), "pending_nodes[0]: want a string", false},
+		{"bad map entry", replace(`"edge:start_fast":{"value":true,"version":1}`, `"edge:start_fast":{"value":true,"version":"1"}`), `channels["edge:start_fast"].version: want an integer`, false},
+		{"map entry not an object", replace(`"edge:start_fast":{"value":true,"version":1}`, `"edge:start_fast":[]`), `channels["edge:start_fast"]: want an object`, false},
+		{"bad list element", replace(`"pending_writes":[]`, `"pending_writes":[{"attempt":1}]`), `pending_writes[0]: missing key "kind"`, false},
 		{"broken invariant", replace(`"status":"waiting"`, `"status":"created"`), `status "created" is not a durable status`, true},
 		{"reserved key in a value", replace(`"input":{"value":"hello"}`, `"input":{"$value":"hello"}`), "reserved", true},
 	}
