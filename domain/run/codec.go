@@ -656,8 +656,9 @@ func each[V any](o record, k string, read func(v any, path docPath) V) map[strin
 		return nil
 	}
 	out := make(map[string]V, len(m))
+	base := o.at(k) // no allocation for the run's own keys
 	for id, e := range m {
-		out[id] = read(e, docPath{base: o.at(k), entry: id, kind: entryPath})
+		out[id] = read(e, docPath{base: base, entry: id, kind: entryPath})
 	}
 	return out
 }
@@ -674,8 +675,9 @@ func list[V any](o record, k string, read func(v any, path docPath) V) []V {
 		return nil
 	}
 	out := make([]V, len(l))
+	base := o.at(k)
 	for i, e := range l {
-		out[i] = read(e, docPath{base: o.at(k), index: i, kind: indexPath})
+		out[i] = read(e, docPath{base: base, index: i, kind: indexPath})
 	}
 	return out
 }
