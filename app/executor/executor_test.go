@@ -27,7 +27,6 @@ func activation(nodeID, ref string) superstep.Activation {
 		NodeID:         nodeID,
 		Step:           0,
 		Attempt:        1,
-		InputHash:      "hash",
 		IdempotencyKey: taskID + ":1",
 		Snapshot:       map[string]any{"topic": "go"},
 		SourceVersions: run.VersionsOf(map[string]int64{"topic": 1}),

@@ -92,7 +92,6 @@ type Activation struct {
 	NodeID         string
 	Step           int
 	Attempt        int
-	InputHash      string
 	IdempotencyKey string
 	Snapshot       map[string]any // the public state view values
 	SourceVersions run.Versions   // their versions
@@ -110,6 +109,15 @@ type Activation struct {
 	// owned snapshot can be handed over without copying anything.
 	FlatSnapshot bool
 }
+
+// InputHash is the activation's input_hash (spec 7.3): run.InputHash of
+// its Snapshot, one value for every activation of a superstep, and what a
+// parked retry stores beside its snapshot. It is computed when asked, not
+// when the superstep is planned: only a retry's park reads it on the way
+// through a superstep, and hashing every planned view was a tenth of a
+// chain's cost. Ask before the attempt runs: an owned Snapshot is handed
+// to the node.
+func (a *Activation) InputHash() string { return run.InputHash(a.Snapshot) }
 
 // Outcome classifies an attempt result.
 type Outcome int

@@ -176,6 +176,45 @@ func TestFlakyNodeRetriesWithinItsBudget(t *testing.T) {
 	}
 }
 
+// The input hash is not computed when a superstep is planned: a parked
+// retry stores the hash of the view its attempt was planned with, even when
+// the node wrote into the view it owned before failing.
+func TestRetryParkStoresTheInputHashOfThePlannedView(t *testing.T) {
+	t.Parallel()
+	g := newDoc("retry-hash").
+		input("name", str(), nil).
+		field("out", str(), nil).
+		node("flaky", map[string]any{"retry": map[string]any{"max_attempts": int64(2), "backoff_ms": int64(10)}}).
+		edge("e", "$start", "flaky", nil).
+		edge("f", "flaky", "$finish", nil).
+		output("out", "out").
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"flaky": func(a superstep.Activation) superstep.Result {
+		if a.Attempt == 1 {
+			a.Snapshot["name"] = "scribbled" // against the contract, on its owned view
+			a.Snapshot["extra"] = int64(1)
+			return failure("first attempt", true)
+		}
+		return update(map[string]any{"out": a.Snapshot["name"]})
+	}})
+	r := h.start(map[string]any{"name": "ada"})
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 1)
+	require.True(t, step.Activations[0].Owned)
+	planned := map[string]any{"name": "ada"}
+	assert.Equal(t, run.InputHash(planned), step.Activations[0].InputHash())
+
+	r = h.drive(r)
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, map[string]any{"out": "ada"}, r.Output, "the retry saw the committed view")
+	park := h.moments[1].Run
+	task := park.ActiveTasks["run_1:0:flaky"]
+	assert.Equal(t, planned, task.Snapshot)
+	assert.Equal(t, run.InputHash(planned), task.InputHash)
+	require.NoError(t, park.Validate())
+}
+
 func TestExhaustedRetryBudgetFailsPermanently(t *testing.T) {
 	t.Parallel()
 	// §12 case 22.

@@ -263,7 +263,7 @@ func (h *harness) execute(step superstep.Step) []superstep.Result {
 	h.t.Helper()
 	results := make([]superstep.Result, len(step.Activations))
 	for i, a := range step.Activations {
-		h.calls = append(h.calls, call{node: a.NodeID, attempt: a.Attempt, key: a.IdempotencyKey, taskID: a.TaskID, hash: a.InputHash, snapshot: a.Snapshot})
+		h.calls = append(h.calls, call{node: a.NodeID, attempt: a.Attempt, key: a.IdempotencyKey, taskID: a.TaskID, hash: a.InputHash(), snapshot: a.Snapshot})
 		b, ok := h.nodes[a.NodeID]
 		require.True(h.t, ok, "no behaviour for node %s", a.NodeID)
 		results[i] = b(a)

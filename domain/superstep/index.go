@@ -10,7 +10,6 @@ import (
 
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
-	"github.com/docketgo/docket/domain/value"
 )
 
 // index holds lookups derived from one compiled graph. A compiled graph is
@@ -37,9 +36,6 @@ type index struct {
 	// unwrittenValues is the view of a run that wrote no channel (see
 	// valuesOf); never written.
 	unwrittenValues map[string]any
-	// canonicalOrder says the slots are in canonical key order, so a state
-	// view can be hashed slot by slot (see plannedView).
-	canonicalOrder bool
 	// sortedOutputs is the graph's outputs by ID, the order of completion.
 	sortedOutputs []*graph.RuntimeOutput
 	payloads      sharedPayloads
@@ -60,7 +56,6 @@ type slot struct {
 	channelID string
 	input     bool
 	channel   *graph.Channel
-	keyJSON   []byte // canonical JSON of publicID followed by ':'
 }
 
 var indexes sync.Map // weak.Pointer[graph.Compiled] -> *index
@@ -127,7 +122,6 @@ func buildIndex(g *graph.Compiled) *index {
 		}
 		return 0
 	})
-	idx.canonicalOrder = inCanonicalOrder(idx.slots)
 	idx.unwrittenValues = make(map[string]any, len(idx.slots))
 	idx.versionKeys = make([]run.VersionKey, len(idx.slots))
 	for i := range idx.slots {
@@ -136,7 +130,6 @@ func buildIndex(g *graph.Compiled) *index {
 		if s.channel.Default != nil {
 			idx.unwrittenValues[s.publicID] = s.channel.Default
 		}
-		s.keyJSON = append(value.MustCanonical(s.publicID), ':')
 		if s.input {
 			idx.inputs[s.publicID] = s
 		} else {

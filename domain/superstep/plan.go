@@ -51,13 +51,12 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 		return Step{Kind: Commit, Moment: m}, nil
 	}
 
-	view := idx.plannedView(r.Channels)
-	if !view.portable {
-		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable"}
+	view, err := idx.plannedView(r.Channels)
+	if err != nil {
+		return Step{}, &Error{Code: CodeInvalidRun, Phase: "plan", Message: "committed state is not portable: " + err.Error()}
 	}
 	acts := make([]Activation, len(candidates))
-	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates, view.hash[:])
-	hash := keys[len(keys)-len(view.hash):]
+	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates)
 	for i, id := range candidates {
 		node := g.Nodes[id]
 		pol, err := idx.policy(g, id)
@@ -72,7 +71,6 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 			NodeID:         id,
 			Step:           r.Step,
 			Attempt:        1,
-			InputHash:      hash,
 			IdempotencyKey: key,
 			Snapshot:       view.values,
 			SourceVersions: view.versions,
@@ -90,14 +88,13 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 const firstAttemptSuffix = ":1"
 
 // firstAttemptKeys returns run.IdempotencyKey(run.TaskID(runID, step, id),
-// 1) for every node, concatenated and followed by hash, and the length of
-// step's decimal form: the caller cuts the keys and the hash apart, and
-// each task ID is a prefix of its key, so a superstep's identities and its
-// input hash cost one allocation.
-func firstAttemptKeys(runID string, step int, nodeIDs []string, hash []byte) (string, int) {
+// 1) for every node, concatenated, and the length of step's decimal form:
+// the caller cuts the keys apart, and each task ID is a prefix of its key,
+// so a superstep's identities cost one allocation.
+func firstAttemptKeys(runID string, step int, nodeIDs []string) (string, int) {
 	var stepBuf [20]byte
 	stepText := strconv.AppendInt(stepBuf[:0], int64(step), 10)
-	size := len(hash)
+	size := 0
 	for _, id := range nodeIDs {
 		size += len(runID) + len(stepText) + len(id) + 2 + len(firstAttemptSuffix)
 	}
@@ -114,7 +111,6 @@ func firstAttemptKeys(runID string, step int, nodeIDs []string, hash []byte) (st
 		b = append(b, id...)
 		b = append(b, firstAttemptSuffix...)
 	}
-	b = append(b, hash...)
 	return string(b), len(stepText)
 }
 
@@ -224,7 +220,6 @@ func resumeSuperstep(g *graph.Compiled, idx *index, r *run.Run, env Env, now tim
 			NodeID:         t.NodeID,
 			Step:           t.Step,
 			Attempt:        t.Attempt,
-			InputHash:      t.InputHash,
 			IdempotencyKey: run.IdempotencyKey(t.TaskID, t.Attempt),
 			Snapshot:       t.Snapshot,
 			SourceVersions: run.VersionsOf(t.SourceVersions),

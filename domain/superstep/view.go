@@ -5,6 +5,7 @@ import (
 
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
 )
 
 // stateView builds the public view of channels: values hold the committed
@@ -13,6 +14,32 @@ import (
 // key, 0 when unwritten.
 func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
 	return idx.stateValues(channels), run.ChannelVersions(idx.versionKeys, channels).Map()
+}
+
+// plannedView is the state view a superstep is planned with.
+type plannedView struct {
+	values   map[string]any
+	versions run.Versions // read from the planned-from run's channels
+	flat     bool         // no value is a list or a map
+}
+
+// plannedView builds the state view of a superstep to plan, or says why
+// the committed state is not portable. Its input hash is not computed
+// here: see Activation.InputHash.
+func (idx *index) plannedView(channels map[string]run.Channel) (plannedView, error) {
+	v := plannedView{values: idx.stateValues(channels), versions: run.ChannelVersions(idx.versionKeys, channels), flat: true}
+	for _, x := range v.values {
+		switch x.(type) {
+		case nil, bool, string, int64:
+			continue // portable, and the common case: no call
+		case []any, map[string]any:
+			v.flat = false
+		}
+		if err := value.Check(x); err != nil {
+			return plannedView{}, err
+		}
+	}
+	return v, nil
 }
 
 // slotValue is a slot's committed value, by public ID.
