@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -34,6 +35,10 @@ const parallelFlushAt = 4
 type batcher[T any] struct {
 	maxBatch   int
 	maxFlushes int
+	// parallelAt, when positive, replaces parallelFlushAt: how many
+	// writes must wait before another statement starts beside one in
+	// flight.
+	parallelAt int
 	// flush writes one batch and delivers every write's outcome.
 	flush func(ctx context.Context, batch []*pending[T])
 	// release, when set, frees what a write's arguments hold (pooled
@@ -70,7 +75,7 @@ func (b *batcher[T]) submit(op string, p *pending[T]) error {
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	lead := b.flushing == 0
-	start := lead || (b.flushing < b.maxFlushes && len(b.queue) >= parallelFlushAt)
+	start := lead || (b.flushing < b.maxFlushes && len(b.queue) >= cmp.Or(b.parallelAt, parallelFlushAt))
 	if start {
 		b.flushing++
 	}

@@ -92,29 +92,43 @@ func TestWritesQueuedBehindABusyFlushLeaveTogetherAtMostOnePerRun(t *testing.T) 
 	assert.Equal(t, map[string]int{"a": 1, "b": 2, "c": 1, "d": 1, "e": 1}, count)
 }
 
-// A second statement starts beside one in flight only once
-// parallelFlushAt writes wait; fewer wait for the one in flight.
+// A second statement starts beside one in flight only once enough writes
+// wait (parallelFlushAt, or the lane's own threshold: the closing lane's
+// is a full batch); fewer wait for the one in flight.
 func TestASecondStatementStartsOnlyForEnoughWaitingWrites(t *testing.T) {
 	t.Parallel()
-	b := newBlockingBatcherWith(64, 2)
-	errs := make(chan error, parallelFlushAt+1)
-	submit := func(runID string) {
-		go func() { errs <- b.submit("test", newPending(context.Background(), runID, 0)) }()
-	}
-	submit("first")
-	require.Eventually(t, func() bool { return len(b.flushes()) == 1 }, 5*time.Second, time.Millisecond)
-	for i := range parallelFlushAt - 1 {
-		submit(fmt.Sprintf("w%d", i))
-	}
-	require.Eventually(t, func() bool { return b.queued() == parallelFlushAt-1 }, 5*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond) // room for a wrongly started statement to show
-	assert.Len(t, b.flushes(), 1, "too few waiting writes for a second statement")
-	submit("last")
-	require.Eventually(t, func() bool { return len(b.flushes()) == 2 }, 5*time.Second, time.Millisecond)
-	assert.Len(t, b.flushes()[1], parallelFlushAt, "the second statement takes every waiting write")
-	close(b.release)
-	for range parallelFlushAt + 1 {
-		require.NoError(t, <-errs)
+	for _, tt := range []struct {
+		name              string
+		maxBatch, startAt int
+		parallelAt        int
+	}{
+		{name: "default threshold", maxBatch: 64, startAt: parallelFlushAt},
+		{name: "a full batch", maxBatch: 8, startAt: 8, parallelAt: 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBlockingBatcherWith(tt.maxBatch, 2)
+			b.parallelAt = tt.parallelAt
+			errs := make(chan error, tt.startAt+1)
+			submit := func(runID string) {
+				go func() { errs <- b.submit("test", newPending(context.Background(), runID, 0)) }()
+			}
+			submit("first")
+			require.Eventually(t, func() bool { return len(b.flushes()) == 1 }, 5*time.Second, time.Millisecond)
+			for i := range tt.startAt - 1 {
+				submit(fmt.Sprintf("w%d", i))
+			}
+			require.Eventually(t, func() bool { return b.queued() == tt.startAt-1 }, 5*time.Second, time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // room for a wrongly started statement to show
+			assert.Len(t, b.flushes(), 1, "too few waiting writes for a second statement")
+			submit("last")
+			require.Eventually(t, func() bool { return len(b.flushes()) == 2 }, 5*time.Second, time.Millisecond)
+			assert.Len(t, b.flushes()[1], tt.startAt, "the second statement takes every waiting write")
+			close(b.release)
+			for range tt.startAt + 1 {
+				require.NoError(t, <-errs)
+			}
+		})
 	}
 }
 

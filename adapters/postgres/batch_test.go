@@ -1,8 +1,12 @@
 package postgres_test
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"strings"
 	"sync"
 	"testing"
@@ -294,4 +298,106 @@ func TestConcurrentCommitsStoreEachRunsOwnDocument(t *testing.T) {
 		assert.Equal(t, want, stored.Metadata["variant"], "run %d stores its own last document", i)
 		assert.Equal(t, r.CheckpointSeq+moments, stored.CheckpointSeq, "run %d", i)
 	}
+}
+
+// deadlockTraces records the statements PostgreSQL failed as deadlocked.
+type deadlockTraces struct {
+	mu        sync.Mutex
+	deadlocks int
+}
+
+func (d *deadlockTraces) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (d *deadlockTraces) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	var pgErr *pgconn.PgError
+	if errors.As(data.Err, &pgErr) && pgErr.Code == "40P01" {
+		d.mu.Lock()
+		d.deadlocks++
+		d.mu.Unlock()
+	}
+}
+
+func (d *deadlockTraces) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deadlocks
+}
+
+// Finishing commits and insertions change their scopes' schedule rows,
+// and finishing commits go out in several statements at once. Many of
+// them together, across several scopes, all land, no statement deadlocks
+// (the schedule trigger takes the rows in scope order) and every scope's
+// count holds its unfinished runs.
+func TestFinishingCommitsAndInsertionsOfManyScopesAllLandSideBySide(t *testing.T) {
+	t.Parallel()
+	traces := &deadlockTraces{}
+	env := newEnv(t, envOptions{maxConns: 8, tracer: traces})
+	ctx := context.Background()
+	const scopes, closings, insertions, rounds = 4, 256, 64, 3
+	owners := make([]ports.OwnerScope, scopes)
+	for i := range owners {
+		owners[i] = ports.Tenant(fmt.Sprintf("tenant-%d", i))
+	}
+	c := compiledFixture(t)
+	for _, owner := range owners {
+		_, err := env.store.SaveGraph(ctx, owner, ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+		require.NoError(t, err)
+	}
+	insert := func(owner ports.OwnerScope, now, wake time.Time) (*run.Run, error) {
+		id := newRunID("scoped")
+		m, err := superstep.Start(c, superstep.StartParams{RunID: id, Input: map[string]any{"topic": id}}, superstep.Env{Now: now})
+		if err != nil {
+			return nil, err
+		}
+		return env.store.InsertRun(ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: wake})
+	}
+	for round := range rounds {
+		now := time.Now()
+		runs := make(map[string]*run.Run, closings)
+		for i := range closings {
+			r, err := insert(owners[(i*7+round)%scopes], now, now.Add(-time.Second))
+			require.NoError(t, err)
+			runs[r.ID] = r
+		}
+		batch, err := env.store.ClaimDue(ctx, claim.Request{Now: now, Limit: closings, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+		require.NoError(t, err)
+		require.Len(t, batch.Leases, closings)
+
+		var wg sync.WaitGroup
+		errs := make(chan error, closings+insertions)
+		start := make(chan struct{})
+		for _, l := range batch.Leases {
+			r := runs[l.RunID]
+			done := r.Clone()
+			done.Status, done.FinishedAt, done.UpdatedAt = run.StatusDone, ports.Micros(now), ports.Micros(now)
+			m := run.Propose(r, done, []run.Event{{Type: run.EventRunCompleted, Step: r.Step}}, run.CheckpointRunCompleted,
+				run.Disposition{Kind: run.DispositionTerminal}, now)
+			wg.Go(func() {
+				<-start
+				_, err := env.store.Commit(ctx, l.Owner, ports.CommitParams{Moment: m, ClaimToken: l.Token, NoResult: true})
+				errs <- err
+			})
+		}
+		for i := range insertions {
+			wg.Go(func() {
+				<-start
+				// Not due, so no later round claims it.
+				_, err := insert(owners[(i*5+round)%scopes], now, now.Add(time.Hour))
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
+	assert.Zero(t, traces.count(), "statements failed as deadlocked")
+	var unfinished int64
+	require.NoError(t, env.pool.QueryRow(ctx, fmt.Sprintf(
+		`SELECT COALESCE(sum(unfinished_count), 0) FROM %s.docket_claim_schedule`, pgx.Identifier{env.schema}.Sanitize())).Scan(&unfinished))
+	assert.Equal(t, int64(rounds*insertions), unfinished, "every scope's count holds its unfinished runs")
 }

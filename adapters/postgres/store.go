@@ -73,11 +73,10 @@ type Config struct {
 	// each commit keeps its own fence.
 	MaxCommitBatch int
 	// MaxCommitFlushes caps the claimed-commit statements in flight at
-	// once, each on its own pooled connection (default 2); a statement
-	// beyond the first starts only once several commits wait. Commits that
-	// finish a run, and run insertions, all change their scope's schedule
-	// row, so they flow through one statement at a time per kind and
-	// batch up instead.
+	// once, each on its own pooled connection (default 2), for mid-run
+	// commits and, apart from them, for commits that finish a run; a
+	// statement beyond the first starts only once several commits wait.
+	// Run insertions flow through one statement at a time.
 	MaxCommitFlushes int
 	// Telemetry receives operation spans with bounded labels (default
 	// ports.NopTelemetry). Claim tokens, identities, payloads and state
@@ -105,9 +104,14 @@ type Store struct {
 	telemetry ports.Telemetry
 	commits   *batcher[commitRow]
 	// closings carries the claimed commits that finish a run. They all
-	// change their scope's schedule row, which serializes them whatever
-	// the number of statements in flight, so they flow through one
-	// statement at a time and queue into larger batches instead.
+	// change their scope's schedule row, which a statement locks in its
+	// statement trigger, at its end, scopes in key order (so two never
+	// deadlock), and holds until it commits: statements of one scope do
+	// most of their work side by side but finish one after the other, so
+	// a second one starts only once a full batch waits (a saturated
+	// one-step drain then gains about a fifth; fewer, larger statements
+	// serve lighter loads better). They batch apart from mid-run commits,
+	// which change no schedule row and never wait behind that lock.
 	closings *batcher[commitRow]
 	inserts  *batcher[insertRow]
 	// partitions are the owners whose claim partition this store has
@@ -168,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
 		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
 	}
-	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: 1}
+	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
 	// Insertions of non-terminal runs change the schedule row too.
 	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: 1}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
