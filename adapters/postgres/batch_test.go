@@ -335,7 +335,7 @@ func TestFinishingCommitsAndInsertionsOfManyScopesAllLandSideBySide(t *testing.T
 	traces := &deadlockTraces{}
 	env := newEnv(t, envOptions{maxConns: 8, tracer: traces})
 	ctx := context.Background()
-	const scopes, closings, insertions, rounds = 4, 256, 64, 3
+	const scopes, closings, insertions, rounds = 4, 256, 160, 3
 	owners := make([]ports.OwnerScope, scopes)
 	for i := range owners {
 		owners[i] = ports.Tenant(fmt.Sprintf("tenant-%d", i))

@@ -72,11 +72,13 @@ type Config struct {
 	// statement is in flight, so a lone write never waits for company;
 	// each commit keeps its own fence.
 	MaxCommitBatch int
-	// MaxCommitFlushes caps the claimed-commit statements in flight at
-	// once, each on its own pooled connection (default 2), for mid-run
-	// commits and, apart from them, for commits that finish a run; a
-	// statement beyond the first starts only once several commits wait.
-	// Run insertions flow through one statement at a time.
+	// MaxCommitFlushes caps the statements in flight at once, each on its
+	// own pooled connection (default 2), for each of three kinds of
+	// batched write: mid-run commits, commits that finish a run, and run
+	// insertions. A statement beyond the first starts only once several
+	// mid-run commits wait, or a full batch (MaxCommitBatch) of the
+	// others: those change their scope's schedule row, and statements of
+	// one scope finish one after the other.
 	MaxCommitFlushes int
 	// Telemetry receives operation spans with bounded labels (default
 	// ports.NopTelemetry). Claim tokens, identities, payloads and state
@@ -103,14 +105,15 @@ type Store struct {
 	notifier  ports.Notifier
 	telemetry ports.Telemetry
 	commits   *batcher[commitRow]
-	// closings carries the claimed commits that finish a run. They all
-	// change their scope's schedule row, which a statement locks in its
-	// statement trigger, at its end, scopes in key order (so two never
-	// deadlock), and holds until it commits: statements of one scope do
-	// most of their work side by side but finish one after the other, so
-	// a second one starts only once a full batch waits (a saturated
-	// one-step drain then gains about a fifth; fewer, larger statements
-	// serve lighter loads better). They batch apart from mid-run commits,
+	// closings carries the claimed commits that finish a run, inserts the
+	// insertions. Both change their scope's schedule row, which a
+	// statement locks in its statement trigger, at its end, scopes in key
+	// order (so two never deadlock), and holds until it commits:
+	// statements of one scope do most of their work side by side but
+	// finish one after the other, so a second one starts only once a full
+	// batch waits (a saturated one-step drain then gains about a fifth,
+	// 64 concurrent starters as much; fewer, larger statements serve
+	// lighter loads better). Closings batch apart from mid-run commits,
 	// which change no schedule row and never wait behind that lock.
 	closings *batcher[commitRow]
 	inserts  *batcher[insertRow]
@@ -172,9 +175,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
 		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
 	}
-	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
 	// Insertions of non-terminal runs change the schedule row too.
-	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: 1}
+	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
+	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	s := &Store{
 		pool:      cfg.Pool,

@@ -231,10 +231,15 @@ func (d *Docket) Close(ctx context.Context) {
 // StartRuns starts n runs (each committed initialized and due now) from 8
 // goroutines; it is the untimed setup of a drain.
 func (d *Docket) StartRuns(ctx context.Context, n int) error {
+	return d.StartRunsWith(ctx, n, 8)
+}
+
+// StartRunsWith starts n runs from the given number of concurrent callers.
+func (d *Docket) StartRunsWith(ctx context.Context, n, callers int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
+	errs := make(chan error, callers)
+	for range callers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
 				if _, err := d.Engine.StartRun(ctx, d.Ref, map[string]any{"in": "x"}); err != nil {

@@ -19,6 +19,7 @@ import (
 func main() {
 	runs := flag.Int("runs", 2000, "runs to drain")
 	conc := flag.Int("c", 32, "dispatcher concurrency")
+	starters := flag.Int("starters", 8, "concurrent StartRun callers before the drain")
 	shape := flag.String("shape", dbbench.ShapeOneStep, "graph shape")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the drain (or of the -latency runs)")
 	mem := flag.String("memprofile", "", "write a heap profile of the drain's allocations")
@@ -73,7 +74,7 @@ func main() {
 		return
 	}
 	t0 := time.Now()
-	if err := d.StartRuns(ctx, *runs); err != nil {
+	if err := d.StartRunsWith(ctx, *runs, *starters); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("started %d runs in %s (%.0f/s)\n", *runs, time.Since(t0).Round(time.Millisecond), float64(*runs)/time.Since(t0).Seconds())
