@@ -93,8 +93,8 @@ func TestWritesQueuedBehindABusyFlushLeaveTogetherAtMostOnePerRun(t *testing.T) 
 }
 
 // A second statement starts beside one in flight only once enough writes
-// wait (parallelFlushAt, or the lane's own threshold: the closing lane's
-// is a full batch); fewer wait for the one in flight.
+// wait (parallelFlushAt, or the lane's own threshold: a full batch for the
+// lanes that change schedule rows); fewer wait for the one in flight.
 func TestASecondStatementStartsOnlyForEnoughWaitingWrites(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

@@ -326,7 +326,7 @@ func (d *deadlockTraces) count() int {
 }
 
 // Finishing commits and insertions change their scopes' schedule rows,
-// and finishing commits go out in several statements at once. Many of
+// and each kind goes out in several statements at once under load. Many of
 // them together, across several scopes, all land, no statement deadlocks
 // (the schedule trigger takes the rows in scope order) and every scope's
 // count holds its unfinished runs.
