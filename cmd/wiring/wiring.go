@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/wire"
@@ -54,6 +55,14 @@ type Schema string
 // DefaultConnectTimeout bounds connecting when the connection string sets
 // no connect_timeout.
 const DefaultConnectTimeout = 10 * time.Second
+
+// DefaultPoolSize is the pool's size when the connection string sets no
+// pool_max_conns (pgx would open at most max(4, CPUs)): an engine on
+// PostgreSQL keeps up to two statements in flight for each of its three
+// batched writes (mid-run commits, finishing commits, insertions), and
+// its claim poll, signals, reads and the pruner need connections beside
+// them.
+const DefaultPoolSize = 12
 
 // Settings are the plain inputs of an injector. Pass the fields an
 // injector needs with wire.FieldsOf.
@@ -162,6 +171,9 @@ func NewPool(ctx context.Context, url DatabaseURL) (*pgxpool.Pool, func(), error
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if !strings.Contains(string(url), "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, DefaultPoolSize)
 	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "docket"

@@ -3,6 +3,7 @@ package wiring_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,4 +71,33 @@ func TestAStoreRefusesAnUnmigratedSchema(t *testing.T) {
 	t.Cleanup(cleanup)
 	_, _, err = wiring.NewPostgresStore(ctx, pool, wiring.Schema(db.NewSchema(t)), wiring.PollOnly(), wiring.NoTelemetry())
 	assert.True(t, errors.Is(err, migrations.ErrSchemaVersion), "%v", err)
+}
+
+// Without pool_max_conns the pool leaves room for the engine's batched
+// writes beside its claims and signals; a size the connection string
+// sets is kept.
+func TestNewPoolSizesThePoolForTheEngineUnlessTheURLSetsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.SharedDatabase(t)
+	for name, tc := range map[string]struct {
+		url  string
+		want int32
+	}{
+		"unset": {db.URL, wiring.DefaultPoolSize},
+		"set":   {db.URL + sep(db.URL) + "pool_max_conns=3", 3},
+	} {
+		pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(tc.url))
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.want, pool.Config().MaxConns, name)
+		cleanup()
+	}
+}
+
+// sep is what joins one more query parameter to a database URL.
+func sep(url string) string {
+	if strings.Contains(url, "?") {
+		return "&"
+	}
+	return "?"
 }
