@@ -175,9 +175,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
 		maxFlushes: cmp.Or(cfg.MaxCommitFlushes, defaultMaxCommitFlushes),
 	}
-	// Insertions of non-terminal runs change the schedule row too.
-	closings := &batcher[commitRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
-	inserts := &batcher[insertRow]{maxBatch: commits.maxBatch, maxFlushes: commits.maxFlushes, parallelAt: commits.maxBatch}
+	closings := scheduleLane[commitRow](commits.maxBatch, commits.maxFlushes)
+	inserts := scheduleLane[insertRow](commits.maxBatch, commits.maxFlushes)
 	sqlDB := stdlib.OpenDBFromPool(cfg.Pool)
 	s := &Store{
 		pool:      cfg.Pool,
@@ -329,4 +328,12 @@ func resultOf(err error) string {
 	default:
 		return ports.ResultError
 	}
+}
+
+// scheduleLane is a lane of writes that change their scope's schedule row
+// (finishing commits, insertions): a second statement starts only once a
+// full batch waits, since statements of one scope finish one after the
+// other (see Store.closings).
+func scheduleLane[T any](maxBatch, maxFlushes int) *batcher[T] {
+	return &batcher[T]{maxBatch: maxBatch, maxFlushes: maxFlushes, parallelAt: maxBatch}
 }
