@@ -118,7 +118,7 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Contains(t, triggeredEdges(one(cps[2])), "edge_combine_ready")
 		assert.NotContains(t, triggeredEdges(one(cps[1])), "edge_combine_ready")
 		assert.Equal(t, []string{"combine"}, completedNodes(one(cps[3])))
-		assert.Empty(t, r.Channels["edge:edge_combine_ready"].BarrierSeen, "a fired barrier resets")
+		assert.Empty(t, r.BarrierSeen["edge:edge_combine_ready"], "a fired barrier resets")
 	})
 
 	t.Run("case 06/barrier completions are sticky across supersteps", func(t *testing.T) {
@@ -135,11 +135,11 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 
 		r, _, err := inline.RunInline(ctx, g, nil, k.options(inline.WithMaxSteps(1))...)
 		require.NoError(t, err)
-		assert.Equal(t, []string{"a"}, r.Channels["edge:edge_join"].BarrierSeen)
+		assert.Equal(t, []string{"a"}, r.BarrierSeen["edge:edge_join"])
 
 		r, cps, err := inline.StepInline(ctx, r, g, opts...)
 		require.NoError(t, err)
-		assert.Empty(t, r.Channels["edge:edge_join"].BarrierSeen)
+		assert.Empty(t, r.BarrierSeen["edge:edge_join"])
 		assert.Contains(t, triggeredEdges(cps), "edge_join")
 
 		r, cps, err = inline.StepInline(ctx, r, g, opts...)

@@ -20,6 +20,7 @@ func (r *Run) Clone() *Run {
 	out.Output = cloneMap(r.Output)
 	out.Failure = r.Failure.clone()
 	out.Channels = cloneEach(r.Channels, Channel.clone)
+	out.BarrierSeen = cloneEach(r.BarrierSeen, slices.Clone)
 	out.ChangedChannels = slices.Clone(r.ChangedChannels)
 	out.PendingNodes = slices.Clone(r.PendingNodes)
 	out.ActiveTasks = cloneEach(r.ActiveTasks, TaskState.clone)
@@ -38,7 +39,6 @@ func (r *Run) Clone() *Run {
 
 func (c Channel) clone() Channel {
 	c.Value = value.Clone(c.Value)
-	c.BarrierSeen = slices.Clone(c.BarrierSeen)
 	return c
 }
 

@@ -42,7 +42,8 @@ func TestCloneSharesNoMutableState(t *testing.T) {
 	c.Failure.Code = "changed"
 	ch := c.Channels["state:items"]
 	ch.Value.([]any)[1].(map[string]any)["n"] = 9.0
-	c.Channels["edge:fast_slow_bar"].BarrierSeen[0] = "changed"
+	c.BarrierSeen["edge:fast_slow_bar"][0] = "changed"
+	c.BarrierSeen["new"] = []string{"x"}
 	c.Channels["new"] = Channel{}
 	c.ChangedChannels[0] = "changed"
 	c.PendingNodes[0] = "changed"

@@ -212,7 +212,7 @@ func (w *writer) run(r *Run) {
 	w.key(false, "changed_channels")
 	w.strings(r.ChangedChannels)
 	w.key(false, "channels")
-	object(w, r.Channels, w.channel)
+	w.channels(r)
 	w.key(false, "checkpoint_seq")
 	w.int(r.CheckpointSeq)
 	w.key(false, "event_seq")
@@ -265,15 +265,29 @@ func (w *writer) run(r *Run) {
 	w.b = append(w.b, '}')
 }
 
+// channels writes each channel with its barrier set, if any.
+func (w *writer) channels(r *Run) {
+	if r.Channels == nil {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, '{')
+	for i, k := range canonicalKeys(r.Channels) {
+		w.key(i == 0, k)
+		w.channel(r.Channels[k], r.BarrierSeen[k])
+	}
+	w.b = append(w.b, '}')
+}
+
 // channel leaves out a nil barrier set and a nil value: most channels
 // have neither, and every commit writes every channel of the run, so the
 // two keys would be a third of a typical document (and of its WAL).
-func (w *writer) channel(c Channel) {
+func (w *writer) channel(c Channel, barrierSeen []string) {
 	w.b = append(w.b, '{')
 	first := true
-	if c.BarrierSeen != nil {
+	if barrierSeen != nil {
 		w.key(true, "barrier_seen")
-		w.strings(c.BarrierSeen)
+		w.strings(barrierSeen)
 		first = false
 	}
 	if c.Value != nil {
@@ -705,7 +719,6 @@ func (d *reader) run(doc any) *Run {
 		UpdatedAt:       o.time("updated_at"),
 		FinishedAt:      o.time("finished_at"),
 		Step:            o.int("step"),
-		Channels:        each(o, "channels", d.channel),
 		ChangedChannels: o.strings("changed_channels"),
 		PendingNodes:    o.strings("pending_nodes"),
 		ActiveTasks:     each(o, "active_tasks", d.task),
@@ -716,22 +729,39 @@ func (d *reader) run(doc any) *Run {
 		EventSeq:        o.int64("event_seq"),
 		Metadata:        o.portableMap("metadata"),
 	}
+	r.Channels, r.BarrierSeen = d.channels(o)
 	if f := o.m["failure"]; f != nil {
 		r.Failure = d.failure(f, docPath{base: "failure"})
 	}
 	return r
 }
 
+// channels reads the run's channels, taking their barrier sets apart.
+func (d *reader) channels(o record) (map[string]Channel, map[string][]string) {
+	var barrierSeen map[string][]string
+	channels := each(o, "channels", func(v any, path docPath) Channel {
+		c, seen := d.channel(v, path)
+		if seen != nil {
+			if barrierSeen == nil {
+				barrierSeen = make(map[string][]string)
+			}
+			barrierSeen[path.entry] = seen
+		}
+		return c
+	})
+	return channels, barrierSeen
+}
+
 // A channel's barrier set and value may be left out (channel writes them
 // only when set; earlier documents write them as null).
 var channelKeys, channelOptionalKeys = []string{"version"}, []string{"barrier_seen", "value"}
 
-func (d *reader) channel(v any, path docPath) Channel {
+func (d *reader) channel(v any, path docPath) (c Channel, barrierSeen []string) {
 	o, ok := d.objectWithOptional(v, path, channelKeys, channelOptionalKeys)
 	if !ok {
-		return Channel{}
+		return Channel{}, nil
 	}
-	return Channel{Value: o.m["value"], Version: o.int64("version"), BarrierSeen: o.strings("barrier_seen")}
+	return Channel{Value: o.m["value"], Version: o.int64("version")}, o.strings("barrier_seen")
 }
 
 func (d *reader) failure(v any, path docPath) *Failure {

@@ -21,7 +21,7 @@ import (
 func codecFixtures() map[string]*Run {
 	_, park := retryParkPair()
 	withNils := runningRun()
-	withNils.Input, withNils.Metadata, withNils.Channels = nil, nil, nil
+	withNils.Input, withNils.Metadata, withNils.Channels, withNils.BarrierSeen = nil, nil, nil, nil
 	withNils.ChangedChannels, withNils.PendingNodes = nil, nil
 	withNils.ActiveTasks, withNils.PendingWrites, withNils.Interrupts, withNils.Timers = nil, nil, nil, nil
 	numbers := runningRun()
@@ -123,9 +123,10 @@ func TestChannelsLeaveOutAbsentBarriersAndValues(t *testing.T) {
 	r.Channels = map[string]Channel{
 		"edge:e":  {Version: 1},
 		"state:s": {Value: "v", Version: 2},
-		"join:j":  {BarrierSeen: []string{}, Version: 0},
-		"join:k":  {BarrierSeen: []string{"a"}, Value: int64(1), Version: 3},
+		"join:j":  {Version: 0},
+		"join:k":  {Value: int64(1), Version: 3},
 	}
+	r.BarrierSeen = map[string][]string{"join:j": {}, "join:k": {"a"}}
 	r.ChangedChannels = []string{"state:s"}
 	b, err := Encode(r)
 	require.NoError(t, err)

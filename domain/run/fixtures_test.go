@@ -46,8 +46,9 @@ func runningRun() *Run {
 		Channels: map[string]Channel{
 			"input:value":        {Value: "hello", Version: 1},
 			"edge:start_fast":    {Value: true, Version: 1},
-			"edge:fast_slow_bar": {Value: nil, Version: 0, BarrierSeen: []string{"fast"}},
+			"edge:fast_slow_bar": {Value: nil, Version: 0},
 		},
+		BarrierSeen:     map[string][]string{"edge:fast_slow_bar": {"fast"}},
 		ChangedChannels: []string{"edge:start_fast", "input:value"},
 		PendingNodes:    []string{},
 		ActiveTasks:     map[string]TaskState{},

@@ -129,10 +129,16 @@ func genRun(t *rapid.T) *Run {
 	if !rapid.Bool().Draw(t, "nil channels") {
 		r.Channels = map[string]Channel{}
 		for range rapid.IntRange(0, 4).Draw(t, "channels") {
-			r.Channels[genIDKey().Draw(t, "channel id")] = Channel{
-				Value:       genValue(t, 2),
-				Version:     rapid.Int64Range(0, 1000).Draw(t, "version"),
-				BarrierSeen: genSet(t, "barrier_seen"),
+			id := genIDKey().Draw(t, "channel id")
+			r.Channels[id] = Channel{
+				Value:   genValue(t, 2),
+				Version: rapid.Int64Range(0, 1000).Draw(t, "version"),
+			}
+			if seen := genSet(t, "barrier_seen"); seen != nil {
+				if r.BarrierSeen == nil {
+					r.BarrierSeen = map[string][]string{}
+				}
+				r.BarrierSeen[id] = seen
 			}
 		}
 	}

@@ -30,18 +30,23 @@ func (s Status) Terminal() bool {
 
 // Run is the committed run document.
 type Run struct {
-	ID              string
-	GraphID         string
-	GraphHash       string
-	Status          Status
-	Input           map[string]any
-	Output          map[string]any // set only when done ({} if no outputs)
-	Failure         *Failure       // set iff failed
-	StartedAt       time.Time
-	UpdatedAt       time.Time
-	FinishedAt      time.Time // non-zero iff terminal
-	Step            int       // number of committed barriers
-	Channels        map[string]Channel
+	ID         string
+	GraphID    string
+	GraphHash  string
+	Status     Status
+	Input      map[string]any
+	Output     map[string]any // set only when done ({} if no outputs)
+	Failure    *Failure       // set iff failed
+	StartedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // non-zero iff terminal
+	Step       int       // number of committed barriers
+	Channels   map[string]Channel
+	// BarrierSeen holds, by channel ID, each barrier channel's sorted
+	// sources seen since it last fired ([] after a firing); every key is
+	// also a key of Channels. It is kept beside Channels, not in Channel,
+	// so the channel map that every superstep copies stays narrow.
+	BarrierSeen     map[string][]string
 	ChangedChannels []string // sorted set: what the last init/barrier/resolution changed
 	PendingNodes    []string // sorted set: nodes with an open or resolved-but-not-rerun interrupt
 	ActiveTasks     map[string]TaskState
@@ -56,9 +61,8 @@ type Run struct {
 // Channel is the committed state of one runtime channel. A value channel that
 // was never written is absent from Run.Channels.
 type Channel struct {
-	Value       any
-	Version     int64
-	BarrierSeen []string // barrier channels: sorted sources seen since the last firing
+	Value   any
+	Version int64
 }
 
 // Failure explains a failed run. Code and Message are non-empty.

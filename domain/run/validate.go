@@ -160,7 +160,12 @@ func (v *validator) channels(r *Run) {
 		if err := value.Check(c.Value); err != nil {
 			v.addf("channel %q value: %v", id, err)
 		}
-		if !isSortedSet(c.BarrierSeen) {
+	}
+	for _, id := range value.SortedKeys(r.BarrierSeen) {
+		if _, ok := r.Channels[id]; !ok {
+			v.addf("barrier_seen of channel %q, which the run does not hold", id)
+		}
+		if !isSortedSet(r.BarrierSeen[id]) {
 			v.addf("channel %q barrier_seen is not a sorted set of non-empty IDs", id)
 		}
 	}

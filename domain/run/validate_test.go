@@ -55,7 +55,11 @@ func TestValidateCatchesEachViolation(t *testing.T) {
 		{"duplicate pending node", runningRun, func(r *Run) { r.PendingNodes = []string{"a", "a"} }, "pending_nodes is not a sorted set"},
 		{"negative channel version", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: "x", Version: -1} }, `channel "input:value" has negative version -1`},
 		{"non-portable channel value", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: 3, Version: 1} }, `channel "input:value" value: non-portable`},
-		{"unsorted barrier_seen", runningRun, func(r *Run) { r.Channels["b"] = Channel{BarrierSeen: []string{"z", "a"}} }, `channel "b" barrier_seen is not a sorted set`},
+		{"unsorted barrier_seen", runningRun, func(r *Run) {
+			r.Channels["b"] = Channel{}
+			r.BarrierSeen = map[string][]string{"b": {"z", "a"}}
+		}, `channel "b" barrier_seen is not a sorted set`},
+		{"barrier_seen of no channel", runningRun, func(r *Run) { r.BarrierSeen = map[string][]string{"b": {"a"}} }, `barrier_seen of channel "b", which the run does not hold`},
 		{"active superstep on a waiting run", park, func(r *Run) { r.Status = StatusWaiting }, "active superstep state on a waiting run"},
 		{"timer without task", runningRun, func(r *Run) { r.Timers["r:0:x"] = Timer{Kind: TimerRetry, FiresAt: at(1)} }, `timer "r:0:x" has no active task`},
 		{"task without timer", park, func(r *Run) { delete(r.Timers, "r:0:slow") }, `active task "r:0:slow" has no timer`},

@@ -108,7 +108,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 3. Edges of the nodes that completed with an update.
 	var triggeredBuf, finishBuf [8]*graph.RuntimeEdge
-	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, okNodes, changedFields)
+	barrierSeen := barrierSets{m: r.BarrierSeen}
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, &barrierSeen, okNodes, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -182,6 +183,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	next := *r
 	next.Channels = channels
+	next.BarrierSeen = barrierSeen.m
 	next.ChangedChannels = changed
 	next.PendingNodes = pendingNodes
 	next.Interrupts = interrupts
@@ -270,6 +272,24 @@ func bump(channels map[string]run.Channel, id string, v any) {
 	channels[id] = c
 }
 
+// barrierSets is the barrier sets a superstep works on: the committed
+// run's map until the first change, then a copy, so a superstep that fires
+// no barrier edge copies nothing.
+type barrierSets struct {
+	m      map[string][]string
+	copied bool
+}
+
+// set records a barrier channel's seen sources.
+func (b *barrierSets) set(channelID string, seen []string) {
+	if !b.copied {
+		m := make(map[string][]string, len(b.m)+1)
+		maps.Copy(m, b.m)
+		b.m, b.copied = m, true
+	}
+	b.m[channelID] = seen
+}
+
 // guardFailure is a guard that failed to evaluate; it fails the run.
 type guardFailure struct {
 	edgeID  string
@@ -295,7 +315,7 @@ func guardReasons(err error) []string {
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, okNodes, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
+func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, barrierSeen *barrierSets, okNodes, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
 	var edgeIDs []string
 	switch len(okNodes) {
 	case 0:
@@ -320,8 +340,10 @@ func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *i
 			continue
 		}
 		if e.Barrier {
-			c := channels[e.ChannelID]
-			seen := slices.Clone(c.BarrierSeen)
+			if _, ok := channels[e.ChannelID]; !ok {
+				channels[e.ChannelID] = run.Channel{} // the barrier set's channel, version 0 until it fires
+			}
+			seen := slices.Clone(barrierSeen.m[e.ChannelID])
 			for _, src := range e.From {
 				if slices.Contains(okNodes, src) && !slices.Contains(seen, src) {
 					seen = append(seen, src)
@@ -336,12 +358,10 @@ func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *i
 			}
 			if !complete {
 				slices.Sort(seen)
-				c.BarrierSeen = seen
-				channels[e.ChannelID] = c
+				barrierSeen.set(e.ChannelID, seen)
 				continue
 			}
-			c.BarrierSeen = []string{}
-			channels[e.ChannelID] = c
+			barrierSeen.set(e.ChannelID, []string{})
 		}
 		if e.Guard != nil {
 			if view == nil {

@@ -97,7 +97,7 @@ func TestFanInBarrierFiresOnceBothSourcesComplete(t *testing.T) {
 	completed := eventsOf(step3, run.EventNodeCompleted)
 	require.Len(t, completed, 1)
 	assert.Equal(t, "combine", completed[0].NodeID)
-	assert.Equal(t, []string{}, r.Channels["edge:edge_combine_ready"].BarrierSeen)
+	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_combine_ready"])
 	assert.Equal(t, int64(1), r.Channels["edge:edge_combine_ready"].Version)
 }
 
@@ -117,12 +117,12 @@ func TestStickyBarrierRemembersEarlySources(t *testing.T) {
 
 	_, m := h.advance(r)
 	r = h.accept(r, m)
-	assert.Equal(t, []string{"a"}, r.Channels["edge:edge_join"].BarrierSeen)
+	assert.Equal(t, []string{"a"}, r.BarrierSeen["edge:edge_join"])
 	assert.Equal(t, int64(0), r.Channels["edge:edge_join"].Version, "a barrier accumulates at version 0")
 
 	_, m = h.advance(r)
 	r = h.accept(r, m)
-	assert.Equal(t, []string{}, r.Channels["edge:edge_join"].BarrierSeen, "firing resets the seen set")
+	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_join"], "firing resets the seen set")
 	assert.Equal(t, []string{"edge:edge_join"}, r.ChangedChannels)
 
 	r = h.drive(r)
@@ -142,7 +142,8 @@ func TestGuardFalseBarrierStillResets(t *testing.T) {
 	h := newHarness(t, g, map[string]behavior{"a": echo(), "b": echo(), "join": echo()})
 	r := h.drive(h.start(nil))
 	assert.Equal(t, run.StatusDone, r.Status)
-	assert.Equal(t, run.Channel{BarrierSeen: []string{}}, r.Channels["edge:edge_join"])
+	assert.Equal(t, run.Channel{}, r.Channels["edge:edge_join"], "a barrier whose guard failed keeps version 0")
+	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_join"])
 	assert.Len(t, h.calls, 2, "join never ran")
 }
 
