@@ -120,7 +120,9 @@ func TestStickyBarrierRemembersEarlySources(t *testing.T) {
 	assert.Equal(t, []string{"a"}, r.BarrierSeen["edge:edge_join"])
 	assert.Equal(t, int64(0), r.Channels["edge:edge_join"].Version, "a barrier accumulates at version 0")
 
+	committed := r.Clone()
 	_, m = h.advance(r)
+	assert.Equal(t, committed, r, "the barrier copies the barrier sets it changes, never the committed run's")
 	r = h.accept(r, m)
 	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_join"], "firing resets the seen set")
 	assert.Equal(t, []string{"edge:edge_join"}, r.ChangedChannels)
