@@ -30,25 +30,21 @@ func (s Status) Terminal() bool {
 
 // Run is the committed run document.
 type Run struct {
-	ID         string
-	GraphID    string
-	GraphHash  string
-	Status     Status
-	Input      map[string]any
-	Output     map[string]any // set only when done ({} if no outputs)
-	Failure    *Failure       // set iff failed
-	StartedAt  time.Time
-	UpdatedAt  time.Time
-	FinishedAt time.Time // non-zero iff terminal
-	Step       int       // number of committed barriers
-	Channels   map[string]Channel
-	// BarrierSeen holds, by channel ID, each barrier channel's sorted
-	// sources seen since it last fired ([] after a firing); every key is
-	// also a key of Channels. It is kept beside Channels, not in Channel,
-	// so the channel map that every superstep copies stays narrow.
-	BarrierSeen     map[string][]string
-	ChangedChannels []string // sorted set: what the last init/barrier/resolution changed
-	PendingNodes    []string // sorted set: nodes with an open or resolved-but-not-rerun interrupt
+	ID              string
+	GraphID         string
+	GraphHash       string
+	Status          Status
+	Input           map[string]any
+	Output          map[string]any // set only when done ({} if no outputs)
+	Failure         *Failure       // set iff failed
+	StartedAt       time.Time
+	UpdatedAt       time.Time
+	FinishedAt      time.Time // non-zero iff terminal
+	Step            int       // number of committed barriers
+	Channels        map[string]Channel
+	BarrierSeen     map[string][]string // by barrier channel ID (also a key of Channels): sorted sources seen since it last fired
+	ChangedChannels []string            // sorted set: what the last init/barrier/resolution changed
+	PendingNodes    []string            // sorted set: nodes with an open or resolved-but-not-rerun interrupt
 	ActiveTasks     map[string]TaskState
 	PendingWrites   []PendingWrite
 	Interrupts      map[string]Interrupt
@@ -59,7 +55,9 @@ type Run struct {
 }
 
 // Channel is the committed state of one runtime channel. A value channel that
-// was never written is absent from Run.Channels.
+// was never written is absent from Run.Channels. A barrier channel's seen
+// sources are kept beside the map, in Run.BarrierSeen, so the map that
+// every barrier copies stays narrow.
 type Channel struct {
 	Value   any
 	Version int64
