@@ -456,3 +456,42 @@ func checkFairIdleScopes(h *harness) {
 		h.release(due.ID, lease.Token, t0)
 	}
 }
+
+func (h *harness) admissionAfter(what string, drive func(f *harness, x *run.Run, lease ports.Lease) time.Time, wantKept bool) {
+	h.Helper()
+	scope := ports.Tenant(h.id("t"))
+	x := h.insert(scope, runOpts{wakeAt: at(-30 * time.Second)})
+	lease := h.claimOneWith(readyOnly(at(-30*time.Second)), x.ID)
+	claimAt := drive(h, x, lease)
+	y := h.insert(scope, runOpts{wakeAt: at(-60 * time.Second)})
+	want := y.ID
+	if wantKept {
+		want = x.ID
+	}
+	got := h.claimDue(readyOnly(claimAt))
+	if len(got.Leases) != 1 || got.Leases[0].RunID != want {
+		h.Errorf("%s: want the lease of %s (admission kept=%v), got %s", what, want, wantKept, describeBatch(got))
+	}
+}
+
+func checkAdmissionTransitions(h *harness) {
+	h.fresh().admissionAfter("claimed at-wake commit", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		f.mustCommit(ports.System(), atMoment(f, x, "at", at(-20*time.Second)), l.Token)
+		return t0
+	}, false)
+	h.fresh().admissionAfter("claimed immediate commit", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		f.mustCommit(ports.System(), immediateMoment(f, x, "imm"), l.Token)
+		return at(time.Hour)
+	}, true)
+	h.fresh().admissionAfter("unclaimed immediate mutation", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		_, err := f.mutate(ports.System(), x.ID, immediateMoment(f, x, "sig"))
+		f.must(err, "MutateRun")
+		return at(time.Hour)
+	}, false)
+	h.fresh().admissionAfter("abandon", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		p := abandonParams(x.CheckpointSeq, at(-30*time.Second))
+		p.RetryAt = at(-25 * time.Second)
+		f.abandon(x.ID, l.Token, p)
+		return t0
+	}, false)
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -382,4 +383,19 @@ func checkNoResultCommit(h *harness) {
 	h.sameRun(h.fetch(ports.Tenantless(), r.ID), m.Run, "FetchRun after a commit with NoResult")
 	h.eventsStored(m, "commit with NoResult")
 	h.expect(h.inspect(r.ID).Claimed(), "the continue moment retained the claim")
+}
+
+func checkTokenSpelling(h *harness) {
+	r, lease := h.insertClaimed()
+	upper := ports.NewClaimToken(strings.ToUpper(lease.Token.Reveal()))
+	if upper.Reveal() == lease.Token.Reveal() {
+		h.Fatalf("fixture: token has no lowercase letters")
+	}
+	before := h.inspect(r.ID)
+	h.clock.Set(at(time.Minute))
+	err := h.refresh(r.ID, upper, at(time.Minute))
+	h.errIs(err, ports.ErrClaimLost, "RefreshClaim with the uppercase spelling of the token")
+	h.unchanged(before, "run after a refresh with another spelling")
+	h.release(r.ID, upper, at(time.Minute))
+	h.unchanged(before, "run after a release with another spelling")
 }

@@ -169,3 +169,14 @@ func checkInsertWake(h *harness) {
 	h.claimNothing(readyOnly(at(time.Minute-time.Microsecond)), "ClaimDue one µs before the future wake")
 	h.claimOneWith(readyOnly(at(time.Minute)), future.ID)
 }
+
+func checkInsertGraphBeforeConflict(h *harness) {
+	a := ports.Tenant(h.id("a"))
+	b := ports.Tenant(h.id("b")) // graph never published in b
+	existing := h.insert(a)
+	before := h.inspect(existing.ID)
+	m := h.initMoment(existing.ID, t0)
+	_, err := h.b.InsertRun(h.ctx, b, ports.InsertRunParams{Moment: m, WakeAt: t0})
+	h.errIs(err, ports.ErrNotFound, "InsertRun(%s) of an id stored under %s, graph unpublished in %s", b, a, b)
+	h.unchanged(before, "original after the failed insert")
+}

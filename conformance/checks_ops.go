@@ -465,3 +465,23 @@ func cloneAny(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+func checkPruneCutoffInsideMicrosecond(h *harness) {
+	owner := ports.Tenantless()
+	r := h.insert(owner, runOpts{wakeAt: at(time.Hour)}) // events inserted at t0
+	h.clock.Set(at(time.Second))
+	_, err := h.b.MutateRun(h.ctx, owner, r.ID, cancelMutation(h))
+	h.must(err, "cancel")
+	h.eqTime(h.fetch(owner, r.ID).UpdatedAt, at(time.Second), "fixture: updated_at")
+	cutoff := at(time.Second + 500*time.Nanosecond) // updated_at (+1s) < cutoff
+	res, err := h.b.PruneRuns(h.ctx, ports.PruneParams{Before: cutoff, BatchSize: 10})
+	h.must(err, "PruneRuns")
+	eq(h, res.Runs, 1, "terminal run updated at +1s pruned with Before = +1s+500ns")
+
+	s := h.insert(owner, runOpts{wakeAt: at(time.Hour)}) // events inserted at +1s
+	n, err := h.b.PruneEvents(h.ctx, ports.PruneParams{Before: cutoff, BatchSize: 100})
+	h.must(err, "PruneEvents")
+	_ = n
+	_, err = h.b.FetchEvent(h.ctx, owner, s.ID, 1)
+	h.errIs(err, ports.ErrNotFound, "event 1 inserted at +1s after PruneEvents(Before = +1s+500ns)")
+}

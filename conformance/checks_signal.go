@@ -165,3 +165,21 @@ func checkSignalVersusClaim(h *harness) {
 		h.claimOneWith(readyOnly(t0), r.ID)
 	}
 }
+
+func checkCancelFencesHolder(h *harness) {
+	r, lease := h.insertClaimed()
+	cancelled, err := h.mutate(ports.Tenantless(), r.ID, h.cancelMoment(r))
+	h.must(err, "cancel")
+	after := h.inspect(r.ID)
+	h.expect(after.Run.Status.Terminal(), "status after cancel: %s", after.Run.Status)
+	h.expect(after.WakeAt.IsZero() && after.ClaimedAt.IsZero(), "cancelled run has wake %v claim %v", after.WakeAt, after.ClaimedAt)
+	h.errIs(h.refresh(r.ID, lease.Token, at(time.Second)), ports.ErrClaimLost, "holder refresh after cancel")
+	res := h.abandon(r.ID, lease.Token, abandonParams(r.CheckpointSeq, at(time.Second)))
+	eq(h, res, ports.AbandonStale, "holder abandon after cancel")
+	h.release(r.ID, lease.Token, at(time.Second))
+	_, err = h.commit(ports.Tenantless(), continueMoment(h, r, "late"), lease.Token)
+	h.errIs(err, ports.ErrStaleFence, "holder commit after cancel")
+	h.unchanged(after, "cancelled run after the holder's late operations")
+	_ = cancelled
+	claimNone(h, at(time.Hour), "after cancel")
+}

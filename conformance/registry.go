@@ -88,6 +88,9 @@ var registry = []Invariant{
 	{ID: "INIT-006", Area: AreaInit, Behaviour: "first_wake_gates_admission", Spec: []int{6},
 		Summary: "a run inserted with a due wake is claimable now; a future wake is claimable only from that wake on",
 		Source:  "spec §5.2", check: checkInsertWake},
+	{ID: "INIT-007", Area: AreaInit, Behaviour: "graph_lookup_precedes_run_id_conflict", Spec: nil,
+		Summary: "an insertion whose graph version is not published in the owner scope is ErrNotFound even when its run id is taken, and the stored run stays",
+		Source:  "spec §5.1 (the order of checks is normative), §5.2 step 1", check: checkInsertGraphBeforeConflict},
 
 	// COMMIT: claimed commits.
 	{ID: "COMMIT-001", Area: AreaCommit, Behaviour: "fenced_advance_retains_claim", Spec: []int{7},
@@ -131,6 +134,9 @@ var registry = []Invariant{
 	{ID: "FENCE-007", Area: AreaFence, Behaviour: "one_winner_among_concurrent_commits", Spec: []int{13},
 		Summary: "of many concurrent commits at one fence exactly one succeeds, the rest are ErrStaleFence, and the stored run and events are the winner's",
 		Source:  "seed guarantees: atomic, single durable winner", check: checkConcurrentCommits},
+	{ID: "FENCE-008", Area: AreaFence, Behaviour: "only_the_stored_spelling_is_the_token", Spec: nil,
+		Summary: "another spelling of the stored token (upper case) neither refreshes nor releases the claim",
+		Source:  "seed run store: only the freshly stored token can refresh, release, abandon, or satisfy the commit fence", check: checkTokenSpelling},
 
 	// EVENT: retained events.
 	{ID: "EVENT-001", Area: AreaEvent, Behaviour: "identical_event_is_idempotent", Spec: []int{18},
@@ -171,6 +177,9 @@ var registry = []Invariant{
 	{ID: "SIGNAL-006", Area: AreaSignal, Behaviour: "claims_skip_a_run_under_mutation", Spec: []int{28},
 		Summary: "while a mutation holds a run, ClaimDue returns promptly without it; afterwards the run is claimable",
 		Source:  "spec §5.4", check: checkSignalVersusClaim},
+	{ID: "SIGNAL-007", Area: AreaSignal, Behaviour: "cancel_of_a_claimed_run_fences_its_holder", Spec: nil,
+		Summary: "after a claimed run is cancelled, its holder's refresh, abandon, release and commit change nothing, and nothing claims it",
+		Source:  "spec §5.4, §6.7–6.9", check: checkCancelFencesHolder},
 
 	// CLAIM: admission.
 	{ID: "CLAIM-001", Area: AreaClaim, Behaviour: "nothing_due_yields_empty_batch", Spec: []int{29},
@@ -226,6 +235,9 @@ var registry = []Invariant{
 	{ID: "FAIR-003", Area: AreaFair, Behaviour: "idle_scopes_never_take_demand", Spec: nil,
 		Summary: "scopes with only future work never absorb a demand-1 claim while a run is due elsewhere",
 		Source:  "spec §6.6", Requires: FeatureTenantFairPolicy, check: checkFairIdleScopes},
+	{ID: "FAIR-004", Area: AreaFair, Behaviour: "admission_follows_each_transition", Spec: nil,
+		Summary: "a claimed at-wake commit, an unclaimed immediate mutation and an abandon give up the scope's admission; a claimed immediate commit keeps it",
+		Source:  "spec §4, §6.6", Requires: FeatureTenantFairPolicy, check: checkAdmissionTransitions},
 
 	// REFRESH.
 	{ID: "REFRESH-001", Area: AreaRefresh, Behaviour: "claimed_at_never_moves_backwards", Spec: []int{41},
@@ -352,6 +364,9 @@ var registry = []Invariant{
 	{ID: "PRUNE-002", Area: AreaPrune, Behaviour: "run_prune_takes_only_old_terminal_runs", Spec: nil,
 		Summary: "PruneRuns deletes terminal runs updated strictly before the cutoff with their events, never running or waiting ones",
 		Source:  "spec §13, ports.EventStore", check: checkPruneRuns},
+	{ID: "PRUNE-003", Area: AreaPrune, Behaviour: "sub_microsecond_cutoff_stays_strict", Spec: nil,
+		Summary: "a cutoff inside a microsecond still prunes the rows stamped strictly before it",
+		Source:  "ports.PruneParams: Before is a strict cutoff", check: checkPruneCutoffInsideMicrosecond},
 
 	// OPS: operational state.
 	{ID: "OPS-001", Area: AreaOps, Behaviour: "operational_writes_never_touch_the_document", Spec: []int{17},

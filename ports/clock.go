@@ -28,3 +28,14 @@ func Micros(t time.Time) time.Time {
 	}
 	return t.UTC().Truncate(time.Microsecond)
 }
+
+// CeilMicros is Micros rounded up: a strict "before t" test on stored,
+// microsecond timestamps is exactly "before CeilMicros(t)", where
+// Micros(t) would let a row stamped in t's own microsecond through.
+func CeilMicros(t time.Time) time.Time {
+	m := Micros(t)
+	if m.Before(t.UTC()) {
+		return m.Add(time.Microsecond)
+	}
+	return m
+}

@@ -101,7 +101,7 @@ func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, erro
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	cutoff := ports.Micros(p.Before)
+	cutoff := ports.CeilMicros(p.Before)
 	type victim struct {
 		row *runRow
 		ev  *eventRow
@@ -136,7 +136,7 @@ func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.Prune
 	if err := ctx.Err(); err != nil {
 		return ports.PruneRunsResult{}, err
 	}
-	cutoff := ports.Micros(p.Before)
+	cutoff := ports.CeilMicros(p.Before)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var victims []*runRow

@@ -67,7 +67,7 @@ type claimRow struct {
 }
 
 func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
-	cutoff := ceilMicros(r.ExpiryCutoff())
+	cutoff := ports.CeilMicros(r.ExpiryCutoff())
 	rows, err := s.pool.Query(ctx, s.claimSQL, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference))
 	if err != nil {
 		return nil, claimError(err)

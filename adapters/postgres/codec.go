@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -244,13 +245,16 @@ func decodeMap(b []byte) (map[string]any, error) {
 
 // tokenArg parses a claim token for binding. A missing or malformed token
 // can match no stored token, so callers treat !ok as "matches nothing"
-// and never send it (PostgreSQL would reject it with 22P02).
+// and never send it (PostgreSQL would reject it with 22P02). Only the
+// spelling the store hands out is the token: another spelling of the same
+// uuid (upper case, braces, a urn) matches nothing, as in every adapter.
 func tokenArg(t ports.ClaimToken) (tokenParam, bool) {
 	if t.IsZero() {
 		return tokenParam{}, false
 	}
-	u, err := uuid.Parse(t.Reveal())
-	if err != nil {
+	raw := t.Reveal()
+	u, err := uuid.Parse(raw)
+	if err != nil || len(raw) != 36 || strings.ContainsAny(raw, "ABCDEF") {
 		return tokenParam{}, false
 	}
 	return tokenParam{uuid: pgtype.UUID{Bytes: u, Valid: true}}, true
@@ -271,16 +275,6 @@ func timeOf(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return ports.Micros(*t)
-}
-
-// ceilMicros rounds t up to the microsecond. A strict "before t" test on
-// µs-precision columns is exactly "before ceilMicros(t)".
-func ceilMicros(t time.Time) time.Time {
-	m := ports.Micros(t)
-	if m.Before(t.UTC()) {
-		return m.Add(time.Microsecond)
-	}
-	return m
 }
 
 // runRow is one docket_runs row as FetchRun, InspectRun and the locking

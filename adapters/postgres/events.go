@@ -126,7 +126,7 @@ func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, erro
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	return s.pruneEvents(ctx, s.pool, ports.Micros(p.Before), p.BatchSize)
+	return s.pruneEvents(ctx, s.pool, ports.CeilMicros(p.Before), p.BatchSize)
 }
 
 func (s *Store) pruneEvents(ctx context.Context, q querier, cutoff time.Time, batch int) (int, error) {
@@ -144,7 +144,7 @@ func (s *Store) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.Prune
 	if err := p.Validate(); err != nil {
 		return ports.PruneRunsResult{}, err
 	}
-	return s.pruneRuns(ctx, s.pool, ports.Micros(p.Before), p.BatchSize)
+	return s.pruneRuns(ctx, s.pool, ports.CeilMicros(p.Before), p.BatchSize)
 }
 
 func (s *Store) pruneRuns(ctx context.Context, q querier, cutoff time.Time, batch int) (ports.PruneRunsResult, error) {

@@ -109,6 +109,16 @@ func (s *Store) insertAlone(ins *pending[insertRow]) error {
 		s.partitions.Store(key, struct{}{})
 		return nil
 	case isViolation(err, codeUniqueViolation, constraintRunID):
+		// The run id's index reports before the graph's foreign key, which
+		// is checked at the statement's end; the contract looks the graph
+		// up first.
+		var published bool
+		if err := s.pool.QueryRow(ctx, s.stmt.graphPublished, key, r.GraphID, r.GraphHash).Scan(&published); err != nil {
+			return dbError("insert run", err)
+		}
+		if !published {
+			return &notFoundError{what: "graph version", id: r.GraphID + "@" + r.GraphHash}
+		}
 		return fmt.Errorf("%w: %q", ports.ErrConflict, r.ID)
 	case isViolation(err, codeForeignKeyViolation, constraintGraphFK):
 		return &notFoundError{what: "graph version", id: r.GraphID + "@" + r.GraphHash}

@@ -60,6 +60,7 @@ type statements struct {
 	saveGraph        string
 	readGraph        string
 	fetchGraph       string
+	graphPublished   string
 	// Tables for the bun read models.
 	runsTable   string
 	graphsTable string
@@ -97,6 +98,7 @@ func renderStatements(schema string) statements {
 		saveGraph:        r(sqlSaveGraph),
 		readGraph:        r(sqlReadGraph),
 		fetchGraph:       r(sqlFetchGraph),
+		graphPublished:   r(sqlGraphPublished),
 		runsTable:        quoted + ".docket_runs",
 		graphsTable:      quoted + ".docket_graph_versions",
 	}
@@ -964,6 +966,13 @@ const sqlReadGraph = `
 SELECT g.graph, g.inserted_at
 FROM {schema}.docket_graph_versions AS g
 WHERE g.scope_key = $1::text AND g.graph_id = $2::text AND g.graph_hash = $3::text`
+
+// sqlGraphPublished tells whether a version is published in a scope.
+// ($1 scope_key, $2 graph_id, $3 graph_hash)
+const sqlGraphPublished = `
+SELECT EXISTS (
+    SELECT 1 FROM {schema}.docket_graph_versions AS g
+    WHERE g.scope_key = $1::text AND g.graph_id = $2::text AND g.graph_hash = $3::text)`
 
 // sqlFetchGraph is sqlReadGraph for FetchGraph (bytes only).
 const sqlFetchGraph = `

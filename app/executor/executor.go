@@ -85,10 +85,10 @@ func (e *Executor) Deadline(timeoutMS int) time.Duration {
 	if maximum <= 0 {
 		maximum = DefaultMaxAttemptElapsed
 	}
-	if timeoutMS > 0 {
-		if d := time.Duration(timeoutMS) * time.Millisecond; d < maximum {
-			return d
-		}
+	// Compared in milliseconds first: a huge timeout_ms would overflow the
+	// product and wrap below the maximum.
+	if timeoutMS > 0 && int64(timeoutMS) <= maximum.Milliseconds() {
+		return min(time.Duration(timeoutMS)*time.Millisecond, maximum)
 	}
 	return maximum
 }

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -247,6 +248,8 @@ func TestDeadlineIsTheSmallerOfTimeoutAndHostMaximum(t *testing.T) {
 		{"no timeout uses the configured maximum", 100 * time.Millisecond, 0, 100 * time.Millisecond},
 		{"a smaller timeout wins", 100 * time.Millisecond, 15, 15 * time.Millisecond},
 		{"a larger timeout is capped", 100 * time.Millisecond, 500, 100 * time.Millisecond},
+		{"a timeout just below a fractional maximum wins", 100*time.Millisecond + 500*time.Microsecond, 100, 100 * time.Millisecond},
+		{"a timeout too large for a duration is capped", 100 * time.Millisecond, math.MaxInt, 100 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		e := &executor.Executor{MaxAttemptElapsed: tc.maximum}

@@ -1,6 +1,7 @@
 package superstep_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -450,6 +451,29 @@ func TestHeterogeneousBackoffsParkAtTheEarliestDeadline(t *testing.T) {
 	require.Len(t, park2.Run.ActiveTasks, 1)
 	assert.Equal(t, 2, park2.Run.ActiveTasks["run_1:0:slow"].Attempt)
 	assert.Equal(t, t0.Add(50*time.Millisecond), park2.Disposition.At)
+}
+
+func TestCenturiesOfBackoffStayInTheFuture(t *testing.T) {
+	t.Parallel()
+	// backoff_ms has no upper bound; past ~292 years its nanoseconds
+	// overflow, and a wrapped timer would fire the retry at once.
+	g := newDoc("huge-backoff").
+		field("out", str(), nil).
+		node("flaky", map[string]any{"retry": map[string]any{"max_attempts": int64(2), "backoff_ms": int64(9_300_000_000_000)}}).
+		edge("e", "$start", "flaky", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"flaky": flaky(1, "out", "done")})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	require.NotNil(t, m)
+	require.Equal(t, cpRetry, m.CheckpointType)
+	fires := m.Run.Timers["run_1:0:flaky"].FiresAt
+	assert.Equal(t, t0.Add(math.MaxInt64/time.Millisecond*time.Millisecond), fires, "the backoff saturates at the longest duration")
+	assert.Equal(t, fires, m.Disposition.At)
+
+	step, err := superstep.Advance(g, h.accept(r, m), superstep.Env{Now: t0.Add(24 * time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, superstep.Park, step.Kind, "the retry waits out its backoff")
 }
 
 func TestNothingDueParksWithoutCommitting(t *testing.T) {

@@ -57,7 +57,7 @@ func retryPark(idx *index, r *run.Run, finals []validated, retries []retryItem, 
 		}
 		timers[a.TaskID] = run.Timer{
 			Kind:    run.TimerRetry,
-			FiresAt: now.Add(time.Duration(max(0, a.Policy.BackoffMS)) * time.Millisecond),
+			FiresAt: now.Add(millis(a.Policy.BackoffMS)),
 		}
 		events = append(events, nodeFailedEvent(r.Step, a.NodeID, a.TaskID, a.Attempt, rt.reason, false))
 	}

@@ -2,6 +2,7 @@ package superstep
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
@@ -57,6 +58,20 @@ func EffectiveTimeout(p graph.NodePolicy, maxAttemptElapsedMS int) time.Duration
 	ms := maxAttemptElapsedMS
 	if p.TimeoutMS > 0 && p.TimeoutMS < ms {
 		ms = p.TimeoutMS
+	}
+	return millis(ms)
+}
+
+// millis converts a policy's milliseconds to a duration, saturating where
+// the product would overflow: a backoff of centuries must still lie in the
+// future, not wrap into the past.
+func millis(ms int) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms <= 0:
+		return 0
+	case int64(ms) > most:
+		return time.Duration(most) * time.Millisecond // whole milliseconds, as stored timestamps need
 	}
 	return time.Duration(ms) * time.Millisecond
 }
