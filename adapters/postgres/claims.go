@@ -28,14 +28,34 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 		span.End(ports.ResultError, nil)
 		return nil, err
 	}
-	span.End(ports.ResultOK, ports.Measurements{
+	span.End(ports.ResultOK, claimMeasurements(r, batch))
+	return batch, nil
+}
+
+// claimMeasurements are a claim span's end measurements: what was asked
+// and seen, and what was selected from each class (an expired lease is a
+// steal).
+func claimMeasurements(r claim.Request, batch *ports.ClaimBatch) ports.Measurements {
+	var ready, expired, attempts int
+	for _, l := range batch.Leases {
+		attempts += l.Attempt
+		if l.Class == claim.ClassExpired {
+			expired++
+		} else {
+			ready++
+		}
+	}
+	return ports.Measurements{
 		"demand":             float64(r.Limit),
 		"leases":             float64(len(batch.Leases)),
 		"poisoned":           float64(len(batch.Poisoned)),
+		"claim_attempts":     float64(attempts),
 		"ready_candidates":   float64(batch.ReadyCandidates),
 		"expired_candidates": float64(batch.ExpiredCandidates),
-	})
-	return batch, nil
+		"ready_selected":     float64(ready),
+		"expired_selected":   float64(expired),
+		"steals":             float64(expired),
+	}
 }
 
 func preferenceLabel(p claim.Preference) string {
@@ -172,13 +192,13 @@ func claimError(err error) error {
 // RefreshClaim stamps a current claim as alive (see ports.RunStore and
 // sqlRefreshClaim).
 func (s *Store) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) (err error) {
-	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "refresh"})
+	end := s.observeOperation(ctx, "refresh")
 	defer func() {
 		switch {
 		case errors.Is(err, ports.ErrClaimLost):
-			end("claim_lost")
+			end("claim_lost", false)
 		default:
-			end(resultOf(err))
+			end(resultOf(err), err == nil)
 		}
 	}()
 	if now.IsZero() {
@@ -205,8 +225,9 @@ func claimLost(runID string) error {
 // ReleaseClaim idempotently hands back a current claim with a wake at now
 // (see ports.RunStore and sqlReleaseClaim). It announces nothing.
 func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) (err error) {
-	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "release"})
-	defer func() { end(resultOf(err)) }()
+	matched := false
+	end := s.observeOperation(ctx, "release")
+	defer func() { end(resultOf(err), matched) }()
 	if now.IsZero() {
 		return invalidArg("now", "is required")
 	}
@@ -214,22 +235,24 @@ func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.Clai
 	if !ok {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now)); err != nil {
+	tag, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
+	if err != nil {
 		return dbError("release claim", err)
 	}
+	matched = tag.RowsAffected() == 1
 	return nil
 }
 
 // AbandonClaim hands back a claim before execution (see ports.RunStore and
 // sqlAbandonClaim).
 func (s *Store) AbandonClaim(ctx context.Context, runID string, token ports.ClaimToken, p claim.AbandonParams) (res ports.AbandonResult, err error) {
-	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "abandon"})
+	end := s.observeOperation(ctx, "abandon")
 	defer func() {
 		if err != nil {
-			end(resultOf(err))
+			end(resultOf(err), false)
 			return
 		}
-		end(string(res))
+		end(string(res), res != ports.AbandonStale)
 	}()
 	if err := p.Validate(); err != nil {
 		return "", fmt.Errorf("%w: %w", ports.ErrInvalidArgument, err)
@@ -261,13 +284,13 @@ func (s *Store) AbandonClaim(ctx context.Context, runID string, token ports.Clai
 // RetryPoisonedRun clears poison with a wake at now and announces it, in
 // one transaction under the run's row lock (see ports.RunStore).
 func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID string, now time.Time) (_ *run.Run, err error) {
-	end := s.observe(ctx, "claim.operation", ports.Label{Key: "operation", Value: "poison_recovery"})
+	end := s.observeOperation(ctx, "poison_recovery")
 	defer func() {
 		if errors.Is(err, ports.ErrInactiveRun) {
-			end("inactive")
+			end("inactive", false)
 			return
 		}
-		end(resultOf(err))
+		end(resultOf(err), err == nil)
 	}()
 	if err := scope.Validate(); err != nil {
 		return nil, err

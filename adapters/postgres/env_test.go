@@ -39,6 +39,8 @@ type envOptions struct {
 	// PostgreSQL may settle on after five executions: what a store writes
 	// must not depend on the plan.
 	genericPlans bool
+	// telemetry receives the store's spans (nil: none).
+	telemetry ports.Telemetry
 }
 
 // testEnv is one Store on a fresh, migrated schema of the test process's
@@ -89,7 +91,7 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	}
 	t.Cleanup(pool.Close)
 
-	storeCfg := postgres.Config{Pool: pool, Schema: schema, Clock: opts.clock, Policy: opts.policy}
+	storeCfg := postgres.Config{Pool: pool, Schema: schema, Clock: opts.clock, Policy: opts.policy, Telemetry: opts.telemetry}
 	if opts.listen {
 		listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: listenConfig, Schema: schema})
 		if err != nil {

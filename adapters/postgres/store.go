@@ -142,6 +142,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: Config.Policy %q is not implemented by the PostgreSQL adapter "+
 			"(use claim.Legacy or claim.WindowedInterleave)", ErrConfig, cfg.Policy.Name())
 	}
+	if cfg.MaxCommitBatch < 0 || cfg.MaxCommitFlushes < 0 {
+		return nil, fmt.Errorf("%w: MaxCommitBatch and MaxCommitFlushes must not be negative", ErrConfig)
+	}
 	if cfg.Telemetry == nil {
 		cfg.Telemetry = ports.NopTelemetry{}
 	}
@@ -167,9 +170,6 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	claimSQL := stmt.claimDue
 	if mode == claim.AdmissionModeWindowed {
 		claimSQL = stmt.claimDueWindowed
-	}
-	if cfg.MaxCommitBatch < 0 || cfg.MaxCommitFlushes < 0 {
-		return nil, fmt.Errorf("%w: MaxCommitBatch and MaxCommitFlushes must not be negative", ErrConfig)
 	}
 	commits := &batcher[commitRow]{
 		maxBatch:   cmp.Or(cfg.MaxCommitBatch, defaultMaxCommitBatch),
@@ -308,9 +308,23 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 
 // observe opens a telemetry span for op; the returned function ends it
 // with a bounded result label.
-func (s *Store) observe(ctx context.Context, op string, labels ...ports.Label) func(result string) {
-	_, span := s.telemetry.StartSpan(ctx, op, labels...)
+func (s *Store) observe(ctx context.Context, op string) func(result string) {
+	_, span := s.telemetry.StartSpan(ctx, op)
 	return func(result string) { span.End(result, nil) }
+}
+
+// observeOperation spans one claim operation; it ends with whether the
+// operation matched the run's current claim (or, for a poison recovery,
+// a poisoned run).
+func (s *Store) observeOperation(ctx context.Context, operation string) func(result string, matched bool) {
+	_, span := s.telemetry.StartSpan(ctx, "claim.operation", ports.Label{Key: "operation", Value: operation})
+	return func(result string, matched bool) {
+		m := 0.0
+		if matched {
+			m = 1
+		}
+		span.End(result, ports.Measurements{"matched": m})
+	}
 }
 
 // resultOf labels a write's outcome: ok, stale_fence, other (an expected

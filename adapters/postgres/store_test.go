@@ -199,6 +199,12 @@ func TestNewMakesTheLegacyEngineTheGateAuthority(t *testing.T) {
 	require.ErrorAs(t, err, &unavailable, "another engine holds the gate")
 	assert.Equal(t, ports.UnavailableInactiveEngine, unavailable.Reason)
 
+	_, err = postgres.New(ctx, postgres.Config{Pool: env.pool, Schema: env.schema, MaxCommitBatch: -1})
+	require.ErrorIs(t, err, postgres.ErrConfig)
+	var kept string
+	require.NoError(t, env.pool.QueryRow(ctx, "SELECT admission_mode FROM "+policy).Scan(&kept))
+	assert.Equal(t, "windowed", kept, "a store refused for its configuration takes no authority")
+
 	again, err := postgres.New(ctx, postgres.Config{Pool: env.pool, Schema: env.schema})
 	require.NoError(t, err)
 	defer again.Close()

@@ -106,6 +106,6 @@ func quickstart(ctx context.Context, databaseURL string) (*run.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return eng.AwaitRun(ctx, r.ID, 10*time.Second) // r.Output["greeting"] == "hello, Ada"
+	return eng.AwaitRun(ctx, r.ID, 10*time.Second) // the finished run: Output["greeting"] == "hello, Ada"
 	// README end
 }

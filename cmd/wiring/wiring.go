@@ -6,7 +6,7 @@
 // constructor.
 //
 //	wire.Build(
-//		wiring.PostgresSet,      // or wiring.MemorySet
+//		wiring.PostgresSet,      // or wiring.MemorySet, without ListenSet, "DatabaseURL" and "Schema"
 //		wiring.ListenSet,        // or wiring.PollOnlySet (PgBouncer transaction pooling)
 //		wiring.NoTelemetrySet,   // or a provider of ports.Telemetry, e.g. adapters/otel
 //		wiring.EngineSet,

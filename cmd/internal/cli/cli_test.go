@@ -153,6 +153,8 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	assert.Equal(t, migrateStatusJSON{Schema: schema, Version: 0, CurrentVersion: migrations.CurrentVersion, UpToDate: false,
 		Problem: status.Problem}, status)
 	assert.Contains(t, status.Problem, "docket migrate up")
+	unmigrated := c.fails(ExitFailure, "runs", "list", "--schema", schema)
+	assert.True(t, strings.HasPrefix(unmigrated.stderr, "docket: schema "), "one program name, not the library's too: %s", unmigrated.stderr)
 
 	var up migrateJSON
 	c.okJSON(&up, "migrate", "up", "--schema", schema)
@@ -296,6 +298,8 @@ func TestRunLifecycleWithAWorker(t *testing.T) {
 
 	c.fails(ExitConflict, "runs", "cancel", runID)
 	c.fails(ExitNotFound, "runs", "cancel", "run_does_not_exist")
+	assert.Equal(t, "docket: run \"run_does_not_exist\": not found\n", c.fails(ExitNotFound, "runs", "show", "run_does_not_exist").stderr,
+		"the run is named once")
 }
 
 func TestCancelAndFollowARunningRun(t *testing.T) {
@@ -559,6 +563,15 @@ func TestDemoSaysPlainlyWhenNoPostgreSQLIsInstalled(t *testing.T) {
 	assert.Contains(t, res.stderr, "Docket demo on the in-memory store: no PostgreSQL server binaries found")
 	assert.Contains(t, res.stdout, "3 runs finished")
 	assert.Contains(t, res.stdout, "Checkpoint timeline of run")
+}
+
+func TestDemoMemoryFlagWinsOverAConfiguredDatabase(t *testing.T) {
+	t.Parallel()
+	// An unreachable URL: the demo must not so much as try it.
+	c := newCLI(t, map[string]string{"DOCKET_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"})
+	res := c.ok("demo", "--memory", "--runs", "3")
+	assert.Contains(t, res.stderr, "the in-memory store (--memory)")
+	assert.Contains(t, res.stdout, "3 runs finished")
 }
 
 func TestProgressBarsOnlyOnATerminal(t *testing.T) {

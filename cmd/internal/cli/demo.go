@@ -152,12 +152,15 @@ func (a *app) demo(ctx context.Context, o demoOptions) error {
 	return a.printDemo(report, res, o.mermaid)
 }
 
-// demoBackend picks the database: the configured URL, else a private
-// PostgreSQL, else (no binaries, a failed start, or --memory) memory.
+// demoBackend picks the database: memory when --memory says so, else the
+// configured URL, else a private PostgreSQL, else (no binaries, a failed
+// start) memory.
 func (a *app) demoBackend(ctx context.Context, o demoOptions) (*demoBackend, error) {
 	cfg := demoEngineConfig(o.pollTick)
 	a.admits = true // the demo drives its runs
 	switch {
+	case o.memory:
+		return a.memoryDemoBackend(cfg, "the in-memory store (--memory); nothing is kept after the demo")
 	case a.databaseURL != "":
 		if a.schema == "" {
 			a.schema = demoSchema
@@ -171,8 +174,6 @@ func (a *app) demoBackend(ctx context.Context, o demoOptions) (*demoBackend, err
 		}
 		return &demoBackend{kind: "postgres", database: "url", rt: rt, close: cleanup,
 			where: fmt.Sprintf("the configured PostgreSQL (schema %q)", a.schema)}, nil
-	case o.memory:
-		return a.memoryDemoBackend(cfg, "the in-memory store (--memory); nothing is kept after the demo")
 	}
 	if o.reset {
 		dir, err := embedpg.Reset(o.dataDir)

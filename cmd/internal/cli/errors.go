@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/docketgo/docket/app/engine"
@@ -46,6 +47,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// about names the run or graph an error concerns, unless its message
+// already does (the stores' not-found errors name it themselves).
+func about(what, id string, err error) error {
+	if strings.Contains(err.Error(), strconv.Quote(id)) {
+		return err
+	}
+	return fmt.Errorf("%s %q: %w", what, id, err)
+}
+
 func usageErr(err error) error { return &exitError{code: ExitUsage, kind: "usage", err: err} }
 
 func usagef(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
@@ -87,7 +97,8 @@ func classify(err error) (int, string) {
 // returns its exit code.
 func (a *app) report(err error) int {
 	code, kind := classify(err)
-	msg := oneLine(err.Error())
+	// The library's own errors may already start with the program's name.
+	msg := strings.TrimPrefix(oneLine(err.Error()), "docket: ")
 	if a.json {
 		b, _ := json.Marshal(map[string]any{"error": msg, "kind": kind, "exit_code": code})
 		fmt.Fprintln(a.io.Err, string(b))

@@ -129,7 +129,7 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("run %q: %w", runID, err)
+			return about("run", runID, err)
 		}
 		for _, e := range page.Events {
 			if err := a.printEvent(e, strconv.FormatInt(e.Seq, 10)); err != nil {
@@ -148,7 +148,7 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("run %q: %w", runID, err)
+			return about("run", runID, err)
 		}
 		// A finished run's last event is already printed when the cursor
 		// reached its event counter.

@@ -382,7 +382,7 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 		var r *run.Run
 		if runID != "" {
 			if r, err = c.FetchRun(ctx, runID); err != nil {
-				return fmt.Errorf("run %q: %w", runID, err)
+				return about("run", runID, err)
 			}
 			events, err := allEvents(ctx, c, runID)
 			if err != nil {
@@ -426,7 +426,7 @@ func resolveRef(ctx context.Context, c *engine.Client, graphID, hash string, r *
 	v, err := c.LatestGraphRef(ctx, graphID)
 	if err != nil {
 		if errors.Is(err, ports.ErrNotFound) && !strings.ContainsAny(graphID, "./") {
-			return ports.GraphRef{}, fmt.Errorf("graph %q: %w", graphID, err)
+			return ports.GraphRef{}, about("graph", graphID, err)
 		}
 		if errors.Is(err, ports.ErrNotFound) {
 			return ports.GraphRef{}, usagef("%q is neither a readable file nor a stored graph id", graphID)

@@ -88,7 +88,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	if len(args) == 1 {
 		r, err := c.FetchRun(ctx, args[0])
 		if err != nil {
-			return fmt.Errorf("run %q: %w", args[0], err)
+			return about("run", args[0], err)
 		}
 		runs = append(runs, r)
 	} else {

@@ -60,11 +60,16 @@ type migrateJSON struct {
 // migrate steps one version per transaction so the bar shows progress
 // and an interruption keeps every finished version.
 func (a *app) migrate(ctx context.Context, upward bool, target int) error {
-	if target < 0 || target > migrations.CurrentVersion {
-		return usagef("--target %d: want 0 to %d", target, migrations.CurrentVersion)
+	lowest := 0
+	if upward {
+		lowest = 1
 	}
-	if upward && target == 0 {
-		return usagef("--target 0: up needs a version from 1 to %d", migrations.CurrentVersion)
+	if target < lowest || target > migrations.CurrentVersion {
+		direction := "down"
+		if upward {
+			direction = "up"
+		}
+		return usagef("--target %d: %s needs a version from %d to %d", target, direction, lowest, migrations.CurrentVersion)
 	}
 	pool, cleanup, err := a.openPool(ctx)
 	if err != nil {

@@ -182,7 +182,7 @@ func (a *app) runsShowCommand() *cobra.Command {
 			defer cleanup()
 			info, err := a.client(rt).InspectRun(ctx, args[0])
 			if err != nil {
-				return fmt.Errorf("run %q: %w", args[0], err)
+				return about("run", args[0], err)
 			}
 			if a.json {
 				return printJSON(a.io.Out, toRunJSON(info.Run, info))
@@ -312,7 +312,7 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 	for {
 		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: limit})
 		if err != nil {
-			return fmt.Errorf("run %q: %w", runID, err)
+			return about("run", runID, err)
 		}
 		for _, e := range page.Events {
 			res.Events = append(res.Events, toEventJSON(e))
@@ -441,7 +441,7 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 	if hash == "" {
 		v, err := c.LatestGraphRef(ctx, graphID)
 		if err != nil {
-			return fmt.Errorf("graph %q: %w", graphID, err)
+			return about("graph", graphID, err)
 		}
 		ref = v.Ref
 	}
@@ -486,7 +486,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 			defer cleanup()
 			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout)
 			if err != nil {
-				return fmt.Errorf("run %q: %w", args[0], err)
+				return about("run", args[0], err)
 			}
 			if a.json {
 				return printJSON(a.io.Out, toRunJSON(r, nil))
@@ -619,7 +619,7 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 		case all && errors.Is(err, ports.ErrNotFound):
 			continue // pruned or gone since the listing
 		case err != nil:
-			return fmt.Errorf("run %q: %w", id, err)
+			return about("run", id, err)
 		}
 		res.Scanned++
 		if !info.Poisoned() {

@@ -26,8 +26,8 @@ func (a *app) workerCommand() *cobra.Command {
 		Long: "worker claims due runs and drives them with the built-in example nodes (demo.*), waking on\n" +
 			"LISTEN/NOTIFY (unless --poll-only) and polling every --poll-interval. Start as many workers\n" +
 			"as you like on one database. Ctrl-C or SIGTERM stops claiming, lets running work reach its\n" +
-			"next checkpoint for up to --drain-timeout, and exits 0. With --run-retention (and\n" +
-			"--event-retention) the worker also prunes every --prune-interval.",
+			"next checkpoint for up to --drain-timeout, and exits 0. With --run-retention and\n" +
+			"--event-retention (both) the worker also prunes every --prune-interval.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := engine.Config{
