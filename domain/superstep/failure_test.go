@@ -80,6 +80,7 @@ func TestInvalidUpdatesFailTheRun(t *testing.T) {
 	g := newDoc("bad-writes").
 		input("in", str(), nil).
 		field("out", float(), nil).
+		field("text", str(), nil).
 		nodes("writer").
 		edge("e", "$start", "writer", nil).
 		edge("f", "writer", "$finish", nil).
@@ -93,6 +94,7 @@ func TestInvalidUpdatesFailTheRun(t *testing.T) {
 		{"input field", update(map[string]any{"in": "x"}), `invalid_state_update: wrote "in", which is an input and read-only`},
 		{"schema violation", update(map[string]any{"out": "not a number"}), `invalid_state_update: wrote invalid value to "out": `},
 		{"non-portable value", update(map[string]any{"out": struct{}{}}), `invalid_state_update: returned a non-durable update: `},
+		{"text that is not UTF-8", update(map[string]any{"text": "caf\xe9"}), `invalid_state_update: returned a non-durable update: non-portable value at text: strings must be UTF-8 text`},
 		{"reasons in key order", update(map[string]any{"zz": 1, "aa": 1}), `invalid_state_update: wrote unknown field "aa"; wrote unknown field "zz"`},
 		{"unsupported outcome", superstep.Result{Outcome: 99}, `invalid_node_return`},
 		{"interrupt without request", superstep.Result{Outcome: superstep.OutcomeInterrupt}, `invalid_interrupt: interrupt request is missing`},

@@ -97,6 +97,8 @@ func TestStartRejectsInvalidInput(t *testing.T) {
 		t.Parallel()
 		_, err := superstep.Start(g, superstep.StartParams{RunID: "run_1", Input: map[string]any{"value": struct{}{}}}, superstep.Env{Now: t0})
 		assert.ErrorIs(t, err, superstep.ErrInvalidInput)
+		_, err = superstep.Start(g, superstep.StartParams{RunID: "run_1", Input: map[string]any{"value": "caf\xe9"}}, superstep.Env{Now: t0})
+		assert.ErrorIs(t, err, superstep.ErrInvalidInput, "text that is not UTF-8")
 	})
 
 	t.Run("Go values are normalized into portable ones", func(t *testing.T) {

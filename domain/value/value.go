@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrNotPortable is wrapped by every error that reports a non-portable value.
@@ -54,7 +55,12 @@ func normalize(v any, path string) (any, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
-	case bool, string, int64:
+	case bool, int64:
+		return v, nil
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, invalidText(path)
+		}
 		return v, nil
 	case int:
 		return int64(x), nil
@@ -76,8 +82,8 @@ func normalize(v any, path string) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if strings.HasPrefix(k, "$") {
-				return nil, &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			if err := checkKey(path, k); err != nil {
+				return nil, err
 			}
 			n, err := normalize(e, keyPath(path, k))
 			if err != nil {
@@ -96,7 +102,7 @@ func normalizeReflect(v any, path string) (any, error) {
 	case reflect.Bool:
 		return rv.Bool(), nil
 	case reflect.String:
-		return rv.String(), nil
+		return normalize(rv.String(), path)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return rv.Int(), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
@@ -128,8 +134,8 @@ func normalizeReflect(v any, path string) (any, error) {
 		iter := rv.MapRange()
 		for iter.Next() {
 			k := iter.Key().String()
-			if strings.HasPrefix(k, "$") {
-				return nil, &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			if err := checkKey(path, k); err != nil {
+				return nil, err
 			}
 			n, err := normalize(iter.Value().Interface(), keyPath(path, k))
 			if err != nil {
@@ -148,7 +154,12 @@ func Check(v any) error { return check(v, "") }
 
 func check(v any, path string) error {
 	switch x := v.(type) {
-	case nil, bool, string, int64:
+	case nil, bool, int64:
+		return nil
+	case string:
+		if !utf8.ValidString(x) {
+			return invalidText(path)
+		}
 		return nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -164,8 +175,8 @@ func check(v any, path string) error {
 		return nil
 	case map[string]any:
 		for k, e := range x {
-			if strings.HasPrefix(k, "$") {
-				return &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+			if err := checkKey(path, k); err != nil {
+				return err
 			}
 			if err := check(e, keyPath(path, k)); err != nil {
 				return err
@@ -174,6 +185,23 @@ func check(v any, path string) error {
 		return nil
 	}
 	return &NotPortableError{Path: path, Reason: fmt.Sprintf("unsupported type %T", v)}
+}
+
+// checkKey rejects reserved keys and keys that are not UTF-8 text.
+func checkKey(path, k string) error {
+	switch {
+	case strings.HasPrefix(k, "$"):
+		return &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+	case !utf8.ValidString(k):
+		return &NotPortableError{Path: keyPath(path, strings.ToValidUTF8(k, "\uFFFD")), Reason: "keys must be UTF-8 text"}
+	}
+	return nil
+}
+
+// invalidText rejects a string that is not UTF-8: JSON cannot carry it,
+// so the stored document would hold other text than the run did.
+func invalidText(path string) error {
+	return &NotPortableError{Path: path, Reason: "strings must be UTF-8 text"}
 }
 
 func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }

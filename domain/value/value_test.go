@@ -55,14 +55,29 @@ func TestNormalizeRejectsNonPortableValues(t *testing.T) {
 		"dollar key":  map[string]any{"$x": 1},
 		"nested NaN":  []any{map[string]any{"a": nanValue()}},
 		"int map key": map[int]string{1: "a"},
+		// JSON cannot carry text that is not UTF-8: the stored run would
+		// differ from the one the nodes saw, and two such keys collide.
+		"invalid UTF-8 string":       []any{"caf\xe9"},
+		"invalid UTF-8 key":          map[string]any{"\xff": int64(1)},
+		"invalid UTF-8 typed string": []textLabel{"\xfe"},
+		"invalid UTF-8 typed key":    map[textLabel]int{"\xfe": 1},
 	} {
 		_, err := value.Normalize(v)
 		assert.ErrorIs(t, err, value.ErrNotPortable, name)
 	}
+	for name, v := range map[string]any{
+		"invalid UTF-8 string": map[string]any{"a": []any{"caf\xe9"}},
+		"invalid UTF-8 keys":   map[string]any{"\xff": int64(1), "\xfe": int64(2)},
+	} {
+		assert.ErrorIs(t, value.Check(v), value.ErrNotPortable, "Check of %s", name)
+	}
+	assert.NoError(t, value.Check(map[string]any{"café": "naïve 😀"}), "UTF-8 text is portable")
 	n, err := value.Normalize(map[string]any{"a": []string{"x"}, "b": 3, "c": float32(0.5)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"a": []any{"x"}, "b": int64(3), "c": 0.5}, n)
 }
+
+type textLabel string
 
 func nanValue() float64 { zero := 0.0; return zero / zero }
 
