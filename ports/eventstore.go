@@ -101,3 +101,33 @@ type PruneRunsResult struct {
 	Runs          int
 	CascadeEvents int
 }
+
+// PassPruner is a store that runs a whole retention pass itself, as one
+// exclusive unit: while one pass runs, another pruner's pass over the same
+// data is skipped (Locked), not run beside it, so no two passes delete or
+// count the same rows. The PostgreSQL store implements it with one
+// transaction under its schema's pruner lock.
+type PassPruner interface {
+	PruneWholePass(ctx context.Context, p PrunePassParams) (PrunePassResult, error)
+}
+
+// PrunePassParams is one whole pass: events inserted strictly before
+// EventsBefore, terminal runs updated strictly before RunsBefore (with
+// their events), and graph versions beyond the newest KeepGraphVersions of
+// each graph that no run references; at most BatchSize rows of each kind.
+type PrunePassParams struct {
+	EventsBefore      time.Time
+	RunsBefore        time.Time
+	KeepGraphVersions int
+	BatchSize         int
+}
+
+// PrunePassResult counts one whole pass. Locked: another pass held the
+// store's pruner lock, and this one deleted nothing.
+type PrunePassResult struct {
+	Locked        bool
+	Events        int
+	Runs          int
+	CascadeEvents int
+	Graphs        int
+}

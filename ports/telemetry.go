@@ -25,6 +25,7 @@ const (
 	ResultStaleFence = "stale_fence"
 	ResultError      = "error"
 	ResultSkipped    = "skipped"
+	ResultLocked     = "locked" // a prune pass another pass's lock kept from running
 	ResultOther      = "other"
 )
 

@@ -65,7 +65,51 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 		return PruneResult{}, err
 	}
 	ctx, span := s.telemetry.StartSpan(ctx, "pruner.pass")
-	var res PruneResult
+	res, err := s.prunePass(ctx, cfg.KeepGraphVersions, cfg.BatchSize, func(tx pgx.Tx) (events, runs time.Time, err error) {
+		if now.IsZero() {
+			if err := tx.QueryRow(ctx, s.stmt.pruneNow).Scan(&now); err != nil {
+				return time.Time{}, time.Time{}, err
+			}
+		}
+		return now.Add(-cfg.EventRetention), now.Add(-cfg.RunRetention), nil
+	})
+	if err != nil {
+		span.End(ports.ResultError, nil)
+		return PruneResult{}, err
+	}
+	result := ports.ResultOK
+	if res.Locked {
+		result = ports.ResultLocked
+	}
+	span.End(result, ports.Measurements{
+		"events_deleted":         float64(res.Events),
+		"runs_deleted":           float64(res.Runs),
+		"cascade_events_deleted": float64(res.CascadeEvents),
+		"graphs_deleted":         float64(res.Graphs),
+	})
+	return PruneResult{Locked: res.Locked, EventsDeleted: res.Events, RunsDeleted: res.Runs,
+		CascadeEventsDeleted: res.CascadeEvents, GraphsDeleted: res.Graphs}, nil
+}
+
+// PruneWholePass runs a pass at the caller's cutoffs, as PrunePass does
+// (one transaction under the schema's pruner lock), for a pruner that
+// keeps its own clock and reports the pass itself (see ports.PassPruner).
+func (s *Store) PruneWholePass(ctx context.Context, p ports.PrunePassParams) (ports.PrunePassResult, error) {
+	if p.BatchSize < 1 {
+		return ports.PrunePassResult{}, invalidArg("BatchSize", "must be at least 1")
+	}
+	if p.KeepGraphVersions < 1 {
+		return ports.PrunePassResult{}, invalidArg("KeepGraphVersions", "must be at least 1")
+	}
+	return s.prunePass(ctx, p.KeepGraphVersions, p.BatchSize, func(pgx.Tx) (time.Time, time.Time, error) {
+		return p.EventsBefore, p.RunsBefore, nil
+	})
+}
+
+// prunePass is one pass in one transaction under the pruner lock; cutoffs
+// names its strict cutoffs once the lock is held.
+func (s *Store) prunePass(ctx context.Context, keepVersions, batch int, cutoffs func(pgx.Tx) (events, runs time.Time, err error)) (ports.PrunePassResult, error) {
+	var res ports.PrunePassResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var acquired bool
 		if err := tx.QueryRow(ctx, s.stmt.pruneLock, "docket:pruner:"+s.schema).Scan(&acquired); err != nil {
@@ -75,39 +119,28 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 			res.Locked = true
 			return nil
 		}
-		var txNow time.Time
-		if err := tx.QueryRow(ctx, s.stmt.pruneNow, optTime(now)).Scan(&txNow); err != nil {
+		eventsBefore, runsBefore, err := cutoffs(tx)
+		if err != nil {
 			return err
 		}
-		txNow = ports.Micros(txNow)
-		var err error
-		if res.EventsDeleted, err = s.pruneEvents(ctx, tx, ports.Micros(txNow.Add(-cfg.EventRetention)), cfg.BatchSize); err != nil {
+		// Rounded up: stored stamps are whole microseconds, and a row in
+		// the cutoff's own microsecond but before it is still older.
+		if res.Events, err = s.pruneEvents(ctx, tx, ports.CeilMicros(eventsBefore), batch); err != nil {
 			return keep(err)
 		}
-		runs, err := s.pruneRuns(ctx, tx, ports.Micros(txNow.Add(-cfg.RunRetention)), cfg.BatchSize)
+		runs, err := s.pruneRuns(ctx, tx, ports.CeilMicros(runsBefore), batch)
 		if err != nil {
 			return keep(err)
 		}
-		res.RunsDeleted, res.CascadeEventsDeleted = runs.Runs, runs.CascadeEvents
-		if res.GraphsDeleted, err = s.pruneGraphs(ctx, tx, cfg.KeepGraphVersions, cfg.BatchSize); err != nil {
+		res.Runs, res.CascadeEvents = runs.Runs, runs.CascadeEvents
+		if res.Graphs, err = s.pruneGraphs(ctx, tx, keepVersions, batch); err != nil {
 			return keep(err)
 		}
 		return nil
 	})
 	if err != nil {
-		span.End(ports.ResultError, nil)
-		return PruneResult{}, unkept("prune pass", err)
+		return ports.PrunePassResult{}, unkept("prune pass", err)
 	}
-	result := ports.ResultOK
-	if res.Locked {
-		result = ports.ResultSkipped
-	}
-	span.End(result, ports.Measurements{
-		"events_deleted":         float64(res.EventsDeleted),
-		"runs_deleted":           float64(res.RunsDeleted),
-		"cascade_events_deleted": float64(res.CascadeEventsDeleted),
-		"graphs_deleted":         float64(res.GraphsDeleted),
-	})
 	return res, nil
 }
 

@@ -20,7 +20,8 @@ import (
 func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 	t.Parallel()
 	clock := conformance.NewManualClock(t0)
-	env := newEnv(t, envOptions{clock: clock})
+	spans := &spanRecorder{}
+	env := newEnv(t, envOptions{clock: clock, telemetry: spans})
 	ctx := context.Background()
 
 	// A run that finished at t0 (events inserted at t0) and one still running.
@@ -56,6 +57,11 @@ func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 	res, err := env.store.PrunePass(ctx, cfg, now)
 	require.NoError(t, err)
 	assert.Equal(t, postgres.PruneResult{Locked: true}, res)
+	assert.Equal(t, ports.ResultLocked, spans.last(t, "pruner.pass").result)
+	whole, err := env.store.PruneWholePass(ctx, ports.PrunePassParams{EventsBefore: t0.Add(time.Hour), RunsBefore: t0.Add(time.Hour),
+		KeepGraphVersions: 10, BatchSize: 100})
+	require.NoError(t, err)
+	assert.Equal(t, ports.PrunePassResult{Locked: true}, whole, "an engine's pass waits its turn too")
 	require.NoError(t, tx.Rollback(ctx))
 
 	res, err = env.store.PrunePass(ctx, cfg, now)
@@ -83,6 +89,22 @@ func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 	res, err = env.store.PrunePass(ctx, cfg, now)
 	require.NoError(t, err)
 	assert.Equal(t, postgres.PruneResult{}, res, "a second pass finds nothing")
+}
+
+func TestPrunePassCutoffsInsideAMicrosecondStayStrict(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
+	ctx := context.Background()
+	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
+	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: t0})
+	})
+	require.NoError(t, err)
+	cfg := postgres.PruneConfig{BatchSize: 100, KeepGraphVersions: 10}
+	res, err := env.store.PrunePass(ctx, cfg, t0.Add(700*time.Nanosecond))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.RunsDeleted, "updated at t0, strictly before t0+700ns")
+	assert.Positive(t, res.EventsDeleted, "inserted at t0, strictly before t0+700ns")
 }
 
 func TestPruneConfigIsValidated(t *testing.T) {

@@ -933,9 +933,9 @@ SELECT count(*) FROM deleted`
 // ($1 lock key)
 const sqlPruneLock = `SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0))`
 
-// sqlPruneNow is the pass's "now": the transaction's timestamp unless the
-// caller passes one. ($1 explicit now or NULL)
-const sqlPruneNow = `SELECT COALESCE($1::timestamptz, transaction_timestamp())`
+// sqlPruneNow is the pass's "now" when the caller gives none: the
+// transaction's timestamp.
+const sqlPruneNow = `SELECT transaction_timestamp()`
 
 // sqlSaveGraph stores a version idempotently and returns the stored bytes
 // and publication time; no row means the version was committed by a

@@ -207,8 +207,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	var pruner *prune.Pruner
 	if e.cfg.Pruner != nil {
-		store := boundedPruneStore{store: e.backend, timeout: e.cfg.StoreTimeout}
-		if pruner, err = prune.New(store, *e.cfg.Pruner, prune.Options{Clock: e.cfg.Clock, Telemetry: e.cfg.Telemetry, Logger: e.cfg.Logger}); err != nil {
+		if pruner, err = prune.New(e.backend, *e.cfg.Pruner, prune.Options{Clock: e.cfg.Clock, Telemetry: e.cfg.Telemetry,
+			Logger: e.cfg.Logger, StoreTimeout: e.cfg.StoreTimeout}); err != nil {
 			return err
 		}
 	}
@@ -263,31 +263,6 @@ func (e *Engine) Stop(ctx context.Context) error {
 // storeCall bounds one store call by StoreTimeout.
 func (e *Engine) storeCall(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, e.cfg.StoreTimeout)
-}
-
-// boundedPruneStore bounds each pruning statement by StoreTimeout, so a
-// hung pass ends and the next one runs after the interval.
-type boundedPruneStore struct {
-	store   prune.Store
-	timeout time.Duration
-}
-
-func (s boundedPruneStore) PruneEvents(ctx context.Context, p ports.PruneParams) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.store.PruneEvents(ctx, p)
-}
-
-func (s boundedPruneStore) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.store.PruneRuns(ctx, p)
-}
-
-func (s boundedPruneStore) PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.store.PruneGraphVersions(ctx, p)
 }
 
 // Claim policy labels of the dispatcher's telemetry. A backend says only

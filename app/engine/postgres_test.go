@@ -2,16 +2,21 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/adapters/notify"
 	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/prune"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
+	"github.com/docketgo/docket/ports"
 )
 
 // TestMain runs the package through pgtest, which drops the shared
@@ -73,4 +78,45 @@ func newPostgresHarness(t *testing.T, pollOnly bool) *harness {
 	clock := newManualClock()
 	s := newPGSchema(t)
 	return &harness{clock: clock, store: s.store(t, clock, !pollOnly, 8), pollOnly: pollOnly}
+}
+
+// Engines sharing a schema prune in turn: a pass that finds another pass
+// holding the schema's pruner lock deletes nothing and says so.
+func TestEnginePrunerWaitsItsTurnBehindAnotherPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newPGSchema(t)
+	clock := newManualClock()
+	h := &harness{clock: clock, store: s.store(t, clock, false, 8), pollOnly: true}
+	k := newKit()
+	e := manual(t, h, k)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	finished, err := e.StartRun(ctx, ref, map[string]any{"value": "old"})
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	clock.Advance(2 * time.Hour)
+
+	other, err := s.db.Connect(t).Begin(ctx) // another instance's pass, mid-way
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(ctx) }()
+	_, err = other.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "docket:pruner:"+s.schema)
+	require.NoError(t, err)
+
+	log := newTelemetryLog()
+	cfg := h.config(k)
+	cfg.Telemetry = log
+	cfg.Pruner = &prune.Config{Interval: 5 * time.Millisecond, EventRetention: time.Hour, RunRetention: time.Hour, BatchSize: 100}
+	startEngine(t, cfg)
+	locked := log.waitFact(t, ports.FactPrunerPass, map[string]string{ports.LabelResult: ports.ResultLocked})
+	assert.Zero(t, locked.m["runs_deleted"]+locked.m["events_deleted"])
+	_, err = e.FetchRun(ctx, finished.ID)
+	require.NoError(t, err, "nothing is pruned beside the other pass")
+
+	require.NoError(t, other.Rollback(ctx))
+	eventually(t, "the finished run to be pruned once the other pass ends", func() bool {
+		_, err := e.FetchRun(ctx, finished.ID)
+		return errors.Is(err, engine.ErrNotFound)
+	})
 }

@@ -67,15 +67,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Store is what a pass deletes through.
+// Store is what a pass deletes through. A store that is also a
+// ports.PassPruner runs each pass itself as one exclusive unit, so passes
+// of several engines never run beside each other; otherwise the pass is
+// the three deletions one after the other.
 type Store interface {
 	PruneEvents(ctx context.Context, p ports.PruneParams) (int, error)
 	PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error)
 	PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error)
 }
 
-// Pass counts what one pass deleted.
+// Pass counts what one pass deleted. Locked: another pruner's pass held
+// the store's pruner lock, so this one deleted nothing.
 type Pass struct {
+	Locked        bool
 	Events        int
 	Runs          int
 	CascadeEvents int
@@ -86,6 +91,7 @@ type Pass struct {
 type Pruner struct {
 	cfg       Config
 	store     Store
+	timeout   time.Duration
 	clock     ports.Clock
 	telemetry ports.Telemetry
 	logger    *slog.Logger
@@ -97,6 +103,9 @@ type Options struct {
 	Clock     ports.Clock
 	Telemetry ports.Telemetry
 	Logger    *slog.Logger
+	// StoreTimeout bounds each call to the store (0: unbounded), so a hung
+	// pass ends and the next one runs after the interval.
+	StoreTimeout time.Duration
 }
 
 // New validates cfg and returns a pruner.
@@ -116,7 +125,7 @@ func New(store Store, cfg Config, opts Options) (*Pruner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Pruner{cfg: cfg, store: store, clock: opts.Clock, telemetry: opts.Telemetry, logger: opts.Logger}, nil
+	return &Pruner{cfg: cfg, store: store, timeout: opts.StoreTimeout, clock: opts.Clock, telemetry: opts.Telemetry, logger: opts.Logger}, nil
 }
 
 // Pass runs one pass at the pruner's clock. It stops at the first error
@@ -127,8 +136,11 @@ func (p *Pruner) Pass(ctx context.Context) (Pass, error) {
 	var out Pass
 	err := p.pass(ctx, now, &out)
 	result := ports.ResultOK
-	if err != nil {
+	switch {
+	case err != nil:
 		result = ports.ResultError
+	case out.Locked:
+		result = ports.ResultLocked
 	}
 	p.telemetry.Emit(ctx, ports.FactPrunerPass, ports.Measurements{
 		"events_deleted":         float64(out.Events),
@@ -141,21 +153,54 @@ func (p *Pruner) Pass(ctx context.Context) (Pass, error) {
 }
 
 func (p *Pruner) pass(ctx context.Context, now time.Time, out *Pass) error {
+	if whole, ok := p.store.(ports.PassPruner); ok {
+		ctx, cancel := p.bounded(ctx)
+		defer cancel()
+		res, err := whole.PruneWholePass(ctx, ports.PrunePassParams{
+			EventsBefore: now.Add(-p.cfg.EventRetention), RunsBefore: now.Add(-p.cfg.RunRetention),
+			KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize})
+		if err != nil {
+			return fmt.Errorf("prune pass: %w", err)
+		}
+		*out = Pass{Locked: res.Locked, Events: res.Events, Runs: res.Runs, CascadeEvents: res.CascadeEvents, Graphs: res.Graphs}
+		return nil
+	}
 	var err error
-	out.Events, err = p.store.PruneEvents(ctx, ports.PruneParams{Before: now.Add(-p.cfg.EventRetention), BatchSize: p.cfg.BatchSize})
+	out.Events, err = call(ctx, p, func(ctx context.Context) (int, error) {
+		return p.store.PruneEvents(ctx, ports.PruneParams{Before: now.Add(-p.cfg.EventRetention), BatchSize: p.cfg.BatchSize})
+	})
 	if err != nil {
 		return fmt.Errorf("prune events: %w", err)
 	}
-	runs, err := p.store.PruneRuns(ctx, ports.PruneParams{Before: now.Add(-p.cfg.RunRetention), BatchSize: p.cfg.BatchSize})
+	runs, err := call(ctx, p, func(ctx context.Context) (ports.PruneRunsResult, error) {
+		return p.store.PruneRuns(ctx, ports.PruneParams{Before: now.Add(-p.cfg.RunRetention), BatchSize: p.cfg.BatchSize})
+	})
 	if err != nil {
 		return fmt.Errorf("prune runs: %w", err)
 	}
 	out.Runs, out.CascadeEvents = runs.Runs, runs.CascadeEvents
-	out.Graphs, err = p.store.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize})
+	out.Graphs, err = call(ctx, p, func(ctx context.Context) (int, error) {
+		return p.store.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize})
+	})
 	if err != nil {
 		return fmt.Errorf("prune graph versions: %w", err)
 	}
 	return nil
+}
+
+// bounded is ctx under the store timeout, if any.
+func (p *Pruner) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, p.timeout)
+}
+
+// call runs one store call under the store timeout.
+func call[T any](ctx context.Context, p *Pruner, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := p.bounded(ctx)
+	defer cancel()
+	return f(ctx)
 }
 
 // Run passes immediately, then Interval after each pass ends, until ctx

@@ -103,6 +103,55 @@ func TestAPassUsesTheRetentionCutoffs(t *testing.T) {
 	assert.Equal(t, []ports.PruneGraphsParams{{Keep: ports.DefaultKeptGraphVersions, BatchSize: 50}}, store.graphs)
 }
 
+// wholeStore runs whole passes itself, as the PostgreSQL store does.
+type wholeStore struct {
+	fakeStore
+	passes []ports.PrunePassParams
+	locked bool
+}
+
+func (s *wholeStore) PruneWholePass(_ context.Context, p ports.PrunePassParams) (ports.PrunePassResult, error) {
+	s.passes = append(s.passes, p)
+	if s.locked {
+		return ports.PrunePassResult{Locked: true}, nil
+	}
+	return ports.PrunePassResult{Events: 4, Runs: 1, CascadeEvents: 2, Graphs: 3}, nil
+}
+
+// passLog keeps the pruner.pass facts.
+type passLog struct {
+	ports.NopTelemetry
+	results []string
+}
+
+func (l *passLog) Emit(_ context.Context, name string, _ ports.Measurements, labels ...ports.Label) {
+	for _, lb := range labels {
+		if name == ports.FactPrunerPass && lb.Key == ports.LabelResult {
+			l.results = append(l.results, lb.Value)
+		}
+	}
+}
+
+func TestAStoreThatPrunesWholePassesRunsEachPassItself(t *testing.T) {
+	t.Parallel()
+	store := &wholeStore{}
+	log := &passLog{}
+	p, err := prune.New(store, valid(), prune.Options{Clock: ports.ClockFunc(func() time.Time { return now }), Telemetry: log})
+	require.NoError(t, err)
+	got, err := p.Pass(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, prune.Pass{Events: 4, Runs: 1, CascadeEvents: 2, Graphs: 3}, got)
+	assert.Equal(t, []ports.PrunePassParams{{EventsBefore: now.Add(-time.Hour), RunsBefore: now.Add(-24 * time.Hour),
+		KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: 50}}, store.passes)
+	assert.Empty(t, store.events, "no deletion outside the whole pass")
+
+	store.locked = true
+	got, err = p.Pass(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, prune.Pass{Locked: true}, got)
+	assert.Equal(t, []string{ports.ResultOK, ports.ResultLocked}, log.results)
+}
+
 func TestAFailedPassReportsWhatItDeleted(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("database down")
