@@ -275,6 +275,9 @@ func wirePutSchema(out map[string]any, s *schema.Schema, path string) error {
 	if s == nil {
 		return nil
 	}
+	if s.ContainsItself() {
+		return wireInvalid(path, "the schema contains itself; a recursive schema has no wire form")
+	}
 	m := s.ToMap()
 	if err := value.Check(m); err != nil {
 		return wireNonDurable(path, err)

@@ -866,3 +866,17 @@ func wireGenGraph() *rapid.Generator[*graph.Graph] {
 		}
 	})
 }
+
+func TestParseRefusesTextThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{
+		"{\"schema_version\":1,\"id\":\"g\",\"name\":\"a\xffb\"}",
+		"{\"schema_version\":1,\"id\":\"g\",\"metadata\":{\"\xff\":1,\"\xfe\":2}}",
+		`{"schema_version":1,"id":"g","description":"\udc00"}`,
+	} {
+		_, err := graph.Parse([]byte(doc))
+		var de *graph.DocumentError
+		require.ErrorAs(t, err, &de, doc)
+		assert.Equal(t, graph.CodeInvalidDocument, de.Code)
+	}
+}

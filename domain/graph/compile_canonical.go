@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -238,11 +239,22 @@ func canonicalGuard(g *Guard, path []any) (*Guard, *canonicalError) {
 }
 
 // canonicalSchema deep-copies a schema with its open content normalized.
-// Whether the schema is valid is the validation passes' business.
+// Whether the schema is valid is the validation passes' business, except
+// that a schema containing itself (easy to build in Go, impossible to
+// store) is refused here: every later walk would recurse without end.
 func canonicalSchema(s *schema.Schema, path []any) (*schema.Schema, *canonicalError) {
+	return canonicalSchemaWithin(s, path, nil)
+}
+
+// canonicalSchemaWithin is canonicalSchema below the given ancestors.
+func canonicalSchemaWithin(s *schema.Schema, path []any, ancestors []*schema.Schema) (*schema.Schema, *canonicalError) {
 	if s == nil {
 		return nil, nil
 	}
+	if slices.Contains(ancestors, s) {
+		return nil, &canonicalError{path: path, err: errors.New("the schema contains itself (a recursive schema cannot be stored)")}
+	}
+	ancestors = append(ancestors, s)
 	c := &schema.Schema{Type: s.Type, Required: s.Required, HasDefault: s.HasDefault}
 	if len(s.Fields) > 0 {
 		c.Fields = make(map[string]*schema.Schema, len(s.Fields))
@@ -254,7 +266,7 @@ func canonicalSchema(s *schema.Schema, path []any) (*schema.Schema, *canonicalEr
 			if !utf8.ValidString(name) {
 				return nil, &canonicalError{path: path, err: errors.New("a schema field name is not valid UTF-8")}
 			}
-			cc, err := canonicalSchema(child, path)
+			cc, err := canonicalSchemaWithin(child, path, ancestors)
 			if err != nil {
 				return nil, err
 			}
@@ -262,7 +274,7 @@ func canonicalSchema(s *schema.Schema, path []any) (*schema.Schema, *canonicalEr
 		}
 	}
 	var err *canonicalError
-	if c.Item, err = canonicalSchema(s.Item, path); err != nil {
+	if c.Item, err = canonicalSchemaWithin(s.Item, path, ancestors); err != nil {
 		return nil, err
 	}
 	if s.Values != nil {

@@ -256,6 +256,33 @@ func TestConfigSchemaFetchedOncePerImplementation(t *testing.T) {
 	}
 }
 
+// A schema that contains itself is easy to build in Go (a tree of trees)
+// and has no wire form: it is a diagnostic, never an endless walk that
+// overflows the compiling process's stack.
+func TestSchemasThatContainThemselvesAreDiagnostics(t *testing.T) {
+	t.Parallel()
+	tree := &schema.Schema{Type: schema.TypeObject}
+	tree.Fields = map[string]*schema.Schema{"children": {Type: schema.TypeList, Item: tree}}
+	assert.True(t, tree.ContainsItself())
+	shared := str()
+	assert.False(t, (&schema.Schema{Type: schema.TypeObject, Fields: map[string]*schema.Schema{"a": shared, "b": shared}}).ContainsItself(),
+		"a child shared by two fields is no cycle")
+
+	impls := newImpls(map[string]*schema.Schema{"app.copy": tree})
+	ds := graph.Verify(linearGraph(), impls, graph.Options{})
+	d, ok := findDiagnostic(ds, graph.CodeInvalidNodeConfigSchema, path("nodes", "copy", "implementation"))
+	require.True(t, ok, "diagnostics: %v", codes(ds))
+	assert.Contains(t, d.Metadata["error"], "contains itself")
+
+	g := linearGraph()
+	g.Fields["result"].Schema = tree
+	ds = graph.Verify(g, standardImpls(), graph.Options{})
+	_, ok = findDiagnostic(ds, graph.CodeNonDurableGraphValue, path("fields", "result", "schema"))
+	assert.True(t, ok, "diagnostics: %v", codes(ds))
+	_, err := graph.Hash(g)
+	assert.ErrorContains(t, err, "contains itself")
+}
+
 func TestConfigDefaultsAreMaterialized(t *testing.T) {
 	t.Parallel()
 	configSchema := &schema.Schema{Type: schema.TypeObject, Fields: map[string]*schema.Schema{

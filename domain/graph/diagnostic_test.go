@@ -347,6 +347,7 @@ func TestVerifyReportsEveryProblemAtOnce(t *testing.T) {
 	g.ID = "bad id"
 	g.Fields["result"].Schema = nil
 	g.Outputs["result"].Source = "ghost"
+	g.Outputs["result"].Schema = &schema.Schema{Type: "no-such-type"} // reported beside the unknown source
 	g.Nodes["copy"].Policies = map[string]any{"timeout_ms": "slow", "on_error": "x"}
 	g.Edges["e_finish"].To = "ghost"
 	g.Edges["e_extra"] = edge("e_extra", "nowhere", "copy")
@@ -356,6 +357,7 @@ func TestVerifyReportsEveryProblemAtOnce(t *testing.T) {
 		graph.CodeInvalidPublicID,
 		graph.CodeMissingFieldSchema,
 		graph.CodeUnknownOutputSource,
+		graph.CodeInvalidSchema,
 		graph.CodeInvalidPolicy, // on_error
 		graph.CodeInvalidPolicy, // timeout_ms
 		graph.CodeUnknownEdgeSource,

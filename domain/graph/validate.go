@@ -194,7 +194,6 @@ func (v *validator) outputs() {
 		if source == nil {
 			v.d.errorf(CodeUnknownOutputSource, pathOf("outputs", id, "source"), id,
 				"output %q source %q is not an input or state field; name one of them", id, o.Source)
-			continue
 		}
 		if o.Schema == nil {
 			continue
@@ -204,7 +203,7 @@ func (v *validator) outputs() {
 				"output %q schema is invalid: %s", id, strings.Join(problems, "; "))
 			continue
 		}
-		if source.Schema != nil && len(schema.Check(source.Schema)) == 0 && !schema.Compatible(o.Schema, source.Schema) {
+		if source != nil && source.Schema != nil && len(schema.Check(source.Schema)) == 0 && !schema.Compatible(o.Schema, source.Schema) {
 			v.d.errorf(CodeIncompatibleOutputSchema, pathOf("outputs", id, "schema"), id,
 				"output %q schema is not compatible with the schema of its source %q (types must match, an enum must contain every source value, a list item must be compatible); omit it to inherit the source's",
 				id, o.Source)

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,7 +55,28 @@ var knownTypes = map[Type]bool{
 // Known reports whether t is one of the eight schema types.
 func (t Type) Known() bool { return knownTypes[t] }
 
-// ToMap renders the wire form: keys type, fields, item, values, required
+// ContainsItself reports whether s is its own descendant. A schema built in
+// Go can be (a tree whose children are trees); it has no wire form, and a
+// walk over it, ToMap's included, would never end.
+func (s *Schema) ContainsItself() bool { return s.within(nil) }
+
+func (s *Schema) within(ancestors []*Schema) bool {
+	if s == nil {
+		return false
+	}
+	if slices.Contains(ancestors, s) {
+		return true
+	}
+	ancestors = append(ancestors, s)
+	for _, child := range s.Fields {
+		if child.within(ancestors) {
+			return true
+		}
+	}
+	return s.Item.within(ancestors)
+}
+
+// ToMap renders the wire form (s must not contain itself): keys type, fields, item, values, required
 // (omitted when false), default (only when HasDefault; an explicit null stays
 // null), constraints, metadata (empty maps and lists omitted). A nil schema
 // renders as nil. The result shares no containers with s.

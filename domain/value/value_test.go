@@ -21,6 +21,32 @@ func TestDecodeKeepsIntegersAndFloatsDistinct(t *testing.T) {
 	assert.Equal(t, []any{int64(2), 2.5}, m["l"])
 }
 
+func TestDecodeRefusesTextThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	// encoding/json would turn each of these into U+FFFD, so two keys
+	// could collide and the stored text differ from the sent one.
+	for name, doc := range map[string]string{
+		"raw invalid byte":          "{\"a\":\"caf\xe9\"}",
+		"raw invalid key":           "{\"\xff\":1,\"\xfe\":2}",
+		"lone high surrogate":       `{"a":"\ud800"}`,
+		"lone low surrogate":        `{"a":"x\udc00"}`,
+		"high surrogate, no low":    `{"a":"\ud800\u0041"}`,
+		"high surrogate at the end": `{"a":"\ud83d"}`,
+	} {
+		_, err := value.DecodeJSON([]byte(doc))
+		assert.Error(t, err, name)
+	}
+	for doc, want := range map[string]any{
+		`{"a":"\ud83d\ude00"}`:       map[string]any{"a": "😀"},
+		`{"a":"\\ud800"}`:            map[string]any{"a": `\ud800`},
+		`{"a":"caf\u00e9 \"q\" \\"}`: map[string]any{"a": `café "q" \`},
+	} {
+		got, err := value.DecodeJSON([]byte(doc))
+		require.NoError(t, err, doc)
+		assert.Equal(t, want, got, doc)
+	}
+}
+
 func TestCanonicalRoundTripsNumbersAsWhatTheyWere(t *testing.T) {
 	cases := map[string]any{
 		`1.0`:                     1.0,
