@@ -345,24 +345,22 @@ func (p *parser) escapedString(start int) string {
 					return ""
 				}
 				if utf16.IsSurrogate(r) {
-					// A valid pair joins; a lone surrogate becomes U+FFFD,
-					// as encoding/json decodes it.
+					// Only a pair is text; a lone half is refused, as
+					// value.DecodeJSON refuses it.
+					joined := utf8.RuneError
 					if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-						save := p.i
 						p.i += 2
 						r2, ok := p.hex4()
 						if !ok {
 							return ""
 						}
-						if joined := utf16.DecodeRune(r, r2); joined != utf8.RuneError {
-							r = joined
-						} else {
-							p.i = save
-							r = utf8.RuneError
-						}
-					} else {
-						r = utf8.RuneError
+						joined = utf16.DecodeRune(r, r2)
 					}
+					if joined == utf8.RuneError {
+						p.fail("a \\u escape holds half of a UTF-16 surrogate pair")
+						return ""
+					}
+					r = joined
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:

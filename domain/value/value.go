@@ -17,6 +17,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,10 +47,20 @@ func (e *NotPortableError) Unwrap() error { return ErrNotPortable }
 // pointers, times, NaN and infinities, non-string keys, "$" keys) with a
 // *NotPortableError. The result shares no mutable containers with v.
 func Normalize(v any) (any, error) {
-	return normalize(v, "")
+	return normalize(v, 0)
 }
 
-func normalize(v any, path string) (any, error) {
+// MaxDepth is how deeply portable values may nest. It bounds every walk,
+// so a Go map or slice that contains itself is an error, not an endless
+// recursion that overflows the stack.
+const MaxDepth = 10000
+
+// Paths are built only when a value is refused: each level prefixes its
+// key or index to the child's error on the way back up.
+func normalize(v any, depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, tooDeep()
+	}
 	// Portable scalars are returned as the interface value they came in:
 	// boxing them again would allocate.
 	switch x := v.(type) {
@@ -59,22 +70,22 @@ func normalize(v any, path string) (any, error) {
 		return v, nil
 	case string:
 		if !utf8.ValidString(x) {
-			return nil, invalidText(path)
+			return nil, invalidText()
 		}
 		return v, nil
 	case int:
 		return int64(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, &NotPortableError{Path: path, Reason: "NaN and infinities are not portable"}
+			return nil, &NotPortableError{Reason: "NaN and infinities are not portable"}
 		}
 		return v, nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			n, err := normalize(e, indexPath(path, i))
+			n, err := normalize(e, depth+1)
 			if err != nil {
-				return nil, err
+				return nil, atIndex(i, err)
 			}
 			out[i] = n
 		}
@@ -82,135 +93,157 @@ func normalize(v any, path string) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if err := checkKey(path, k); err != nil {
+			if err := checkKey(k); err != nil {
 				return nil, err
 			}
-			n, err := normalize(e, keyPath(path, k))
+			n, err := normalize(e, depth+1)
 			if err != nil {
-				return nil, err
+				return nil, atKey(k, err)
 			}
 			out[k] = n
 		}
 		return out, nil
 	}
-	return normalizeReflect(v, path)
+	return normalizeReflect(v, depth)
 }
 
-func normalizeReflect(v any, path string) (any, error) {
+func normalizeReflect(v any, depth int) (any, error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Bool:
 		return rv.Bool(), nil
 	case reflect.String:
-		return normalize(rv.String(), path)
+		return normalize(rv.String(), depth)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return rv.Int(), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		u := rv.Uint()
 		if u > math.MaxInt64 {
-			return nil, &NotPortableError{Path: path, Reason: "integer overflows int64"}
+			return nil, &NotPortableError{Reason: "integer overflows int64"}
 		}
 		return int64(u), nil
 	case reflect.Float32, reflect.Float64:
-		return normalize(rv.Float(), path)
+		return normalize(rv.Float(), depth)
 	case reflect.Slice, reflect.Array:
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
 			return []any{}, nil
 		}
 		out := make([]any, rv.Len())
 		for i := range out {
-			n, err := normalize(rv.Index(i).Interface(), indexPath(path, i))
+			n, err := normalize(rv.Index(i).Interface(), depth+1)
 			if err != nil {
-				return nil, err
+				return nil, atIndex(i, err)
 			}
 			out[i] = n
 		}
 		return out, nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
-			return nil, &NotPortableError{Path: path, Reason: "map keys must be strings"}
+			return nil, &NotPortableError{Reason: "map keys must be strings"}
 		}
 		out := make(map[string]any, rv.Len())
 		iter := rv.MapRange()
 		for iter.Next() {
 			k := iter.Key().String()
-			if err := checkKey(path, k); err != nil {
+			if err := checkKey(k); err != nil {
 				return nil, err
 			}
-			n, err := normalize(iter.Value().Interface(), keyPath(path, k))
+			n, err := normalize(iter.Value().Interface(), depth+1)
 			if err != nil {
-				return nil, err
+				return nil, atKey(k, err)
 			}
 			out[k] = n
 		}
 		return out, nil
 	}
-	return nil, &NotPortableError{Path: path, Reason: fmt.Sprintf("unsupported type %T", v)}
+	return nil, &NotPortableError{Reason: fmt.Sprintf("unsupported type %T", v)}
 }
 
 // Check reports whether v is already in portable form (as Normalize would
 // return it) without copying.
-func Check(v any) error { return check(v, "") }
+func Check(v any) error { return check(v, 0) }
 
-func check(v any, path string) error {
+func check(v any, depth int) error {
+	if depth > MaxDepth {
+		return tooDeep()
+	}
 	switch x := v.(type) {
 	case nil, bool, int64:
 		return nil
 	case string:
 		if !utf8.ValidString(x) {
-			return invalidText(path)
+			return invalidText()
 		}
 		return nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return &NotPortableError{Path: path, Reason: "NaN and infinities are not portable"}
+			return &NotPortableError{Reason: "NaN and infinities are not portable"}
 		}
 		return nil
 	case []any:
 		for i, e := range x {
-			if err := check(e, indexPath(path, i)); err != nil {
-				return err
+			if err := check(e, depth+1); err != nil {
+				return atIndex(i, err)
 			}
 		}
 		return nil
 	case map[string]any:
 		for k, e := range x {
-			if err := checkKey(path, k); err != nil {
+			if err := checkKey(k); err != nil {
 				return err
 			}
-			if err := check(e, keyPath(path, k)); err != nil {
-				return err
+			if err := check(e, depth+1); err != nil {
+				return atKey(k, err)
 			}
 		}
 		return nil
 	}
-	return &NotPortableError{Path: path, Reason: fmt.Sprintf("unsupported type %T", v)}
+	return &NotPortableError{Reason: fmt.Sprintf("unsupported type %T", v)}
 }
 
 // checkKey rejects reserved keys and keys that are not UTF-8 text.
-func checkKey(path, k string) error {
+func checkKey(k string) error {
 	switch {
 	case strings.HasPrefix(k, "$"):
-		return &NotPortableError{Path: keyPath(path, k), Reason: "keys starting with \"$\" are reserved"}
+		return &NotPortableError{Path: k, Reason: "keys starting with \"$\" are reserved"}
 	case !utf8.ValidString(k):
-		return &NotPortableError{Path: keyPath(path, strings.ToValidUTF8(k, "\uFFFD")), Reason: "keys must be UTF-8 text"}
+		return &NotPortableError{Path: strings.ToValidUTF8(k, "\uFFFD"), Reason: "keys must be UTF-8 text"}
 	}
 	return nil
 }
 
 // invalidText rejects a string that is not UTF-8: JSON cannot carry it,
 // so the stored document would hold other text than the run did.
-func invalidText(path string) error {
-	return &NotPortableError{Path: path, Reason: "strings must be UTF-8 text"}
+func invalidText() error {
+	return &NotPortableError{Reason: "strings must be UTF-8 text"}
 }
 
-func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+var tooDeepReason = fmt.Sprintf("nests deeper than %d levels (a Go value that contains itself cannot be stored)", MaxDepth)
 
-func keyPath(path, k string) string {
-	if path == "" {
-		return k
+func tooDeep() error { return &NotPortableError{Reason: tooDeepReason} }
+
+// atIndex and atKey prefix a child's position to its error's path (but
+// for a value nested too deeply, whose path would be as deep).
+func atIndex(i int, err error) error {
+	if np, ok := err.(*NotPortableError); ok && np.Reason != tooDeepReason {
+		np.Path = "[" + strconv.Itoa(i) + "]" + dotted(np.Path)
 	}
-	return path + "." + k
+	return err
+}
+
+func atKey(k string, err error) error {
+	if np, ok := err.(*NotPortableError); ok && np.Reason != tooDeepReason {
+		np.Path = k + dotted(np.Path)
+	}
+	return err
+}
+
+// dotted is a child path as it follows its parent's segment.
+func dotted(p string) string {
+	if p == "" || p[0] == '[' {
+		return p
+	}
+	return "." + p
 }
 
 // Equal is strict deep equality: int64(1) and float64(1) differ, lists

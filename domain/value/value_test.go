@@ -98,6 +98,20 @@ func TestNormalizeRejectsNonPortableValues(t *testing.T) {
 		assert.ErrorIs(t, value.Check(v), value.ErrNotPortable, "Check of %s", name)
 	}
 	assert.NoError(t, value.Check(map[string]any{"café": "naïve 😀"}), "UTF-8 text is portable")
+
+	_, err := value.Normalize(map[string]any{"a": []any{int64(1), map[string]any{"b": struct{}{}}}})
+	var np *value.NotPortableError
+	require.ErrorAs(t, err, &np)
+	assert.Equal(t, "a[1].b", np.Path, "the path of the offending value")
+	require.ErrorAs(t, value.Check(map[string]any{"a": []any{map[string]any{"$b": 1}}}), &np)
+	assert.Equal(t, "a[0].$b", np.Path)
+
+	// A Go value that contains itself is refused, not walked forever.
+	loop := map[string]any{}
+	loop["self"] = loop
+	_, err = value.Normalize(loop)
+	assert.ErrorContains(t, err, "contains itself")
+	assert.ErrorContains(t, value.Check(loop), "contains itself")
 	n, err := value.Normalize(map[string]any{"a": []string{"x"}, "b": 3, "c": float32(0.5)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"a": []any{"x"}, "b": int64(3), "c": 0.5}, n)
