@@ -265,9 +265,29 @@ func Status(ctx context.Context, q Querier, schema string) (int, error) {
 	return version, nil
 }
 
+// The objects of the current version whose absence a store would not
+// notice until it had done harm: the tables, and the triggers and their
+// functions that keep the claim schedule's counts exact.
+var (
+	currentTables = []string{
+		"docket_claim_partitions", "docket_claim_policy", "docket_claim_schedule",
+		"docket_events", "docket_graph_versions", "docket_runs",
+	}
+	currentTriggers = []string{
+		"docket_claim_schedule_delete_guard", "docket_claim_schedule_guard", "docket_claim_schedule_partition_insert",
+		"docket_claim_schedule_run_activity", "docket_claim_schedule_run_delete",
+		"docket_claim_schedule_run_insert", "docket_claim_schedule_run_owner", "docket_claim_schedule_run_truncate_guard",
+		"docket_claim_schedule_truncate_guard",
+	}
+	currentFunctions = []string{
+		"docket_claim_schedule_activity_v1", "docket_claim_schedule_guard_v1", "docket_claim_schedule_partition_v1",
+	}
+)
+
 // Check verifies that schema is at exactly CurrentVersion and has its
-// shape (docket_runs.tenant_admitted_at, docket_runs.event_seq and
-// docket_claim_schedule exist). Any mismatch is a *VersionError, matched by
+// shape: docket_runs.tenant_admitted_at and docket_runs.event_seq, every
+// table, and the triggers and functions that keep the claim schedule's
+// counts exact. Any mismatch is a *VersionError, matched by
 // errors.Is(err, ErrSchemaVersion), whose message tells the operator what
 // to run. schema "" means "public".
 func Check(ctx context.Context, q Querier, schema string) error {
@@ -282,16 +302,25 @@ func Check(ctx context.Context, q Querier, schema string) error {
 	if found != CurrentVersion {
 		return &VersionError{Schema: schema, Found: found, Want: CurrentVersion}
 	}
-	var hasAdmission, hasEventSeq, hasSchedule bool
+	var hasAdmission, hasEventSeq bool
+	var tables, triggers, functions []string
 	err = q.QueryRow(ctx, `
 		SELECT
 			EXISTS (SELECT 1 FROM information_schema.columns
 			        WHERE table_schema = $1 AND table_name = 'docket_runs' AND column_name = 'tenant_admitted_at'),
 			EXISTS (SELECT 1 FROM information_schema.columns
 			        WHERE table_schema = $1 AND table_name = 'docket_runs' AND column_name = 'event_seq'),
-			EXISTS (SELECT 1 FROM information_schema.tables
-			        WHERE table_schema = $1 AND table_name = 'docket_claim_schedule')`,
-		schema).Scan(&hasAdmission, &hasEventSeq, &hasSchedule)
+			ARRAY(SELECT name FROM unnest($2::text[]) AS name WHERE NOT EXISTS (
+				SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = $1 AND c.relname = name AND c.relkind IN ('r', 'p'))),
+			ARRAY(SELECT name FROM unnest($3::text[]) AS name WHERE NOT EXISTS (
+				SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = $1 AND t.tgname = name AND NOT t.tgisinternal)),
+			ARRAY(SELECT name FROM unnest($4::text[]) AS name WHERE NOT EXISTS (
+				SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+				WHERE n.nspname = $1 AND p.proname = name))`,
+		schema, currentTables, currentTriggers, currentFunctions).Scan(&hasAdmission, &hasEventSeq, &tables, &triggers, &functions)
 	if err != nil {
 		return fmt.Errorf("docket migrations: check the shape of schema %q: %w", schema, err)
 	}
@@ -302,8 +331,13 @@ func Check(ctx context.Context, q Querier, schema string) error {
 	if !hasEventSeq {
 		missing = append(missing, "column docket_runs.event_seq")
 	}
-	if !hasSchedule {
-		missing = append(missing, "table docket_claim_schedule")
+	for _, kind := range []struct {
+		what  string
+		names []string
+	}{{"table", tables}, {"trigger", triggers}, {"function", functions}} {
+		for _, name := range kind.names {
+			missing = append(missing, kind.what+" "+name)
+		}
 	}
 	if len(missing) > 0 {
 		return &VersionError{Schema: schema, Found: found, Want: CurrentVersion, Missing: missing}

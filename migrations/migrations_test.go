@@ -285,6 +285,14 @@ func TestCheckRefusesAnythingButTheCurrentShape(t *testing.T) {
 			[]string{"lacks table docket_claim_schedule"}},
 		{"version 2 without event_seq", 2, `ALTER TABLE %s.docket_runs DROP COLUMN event_seq`, 2,
 			[]string{"lacks column docket_runs.event_seq"}},
+		// Without it, inserted runs would go uncounted and their scope
+		// unclaimed: the store must refuse to start, not corrupt counts.
+		{"version 2 without the insertion count", 2, `DROP TRIGGER docket_claim_schedule_run_insert ON %s.docket_runs`, 2,
+			[]string{"lacks trigger docket_claim_schedule_run_insert"}},
+		{"version 2 without the count function", 2, `DROP FUNCTION %s.docket_claim_schedule_activity_v1 CASCADE`, 2,
+			[]string{"function docket_claim_schedule_activity_v1", "trigger docket_claim_schedule_run_activity"}},
+		{"version 2 without the events", 2, `DROP TABLE %s.docket_events`, 2,
+			[]string{"lacks table docket_events"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
