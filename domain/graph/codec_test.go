@@ -867,12 +867,14 @@ func wireGenGraph() *rapid.Generator[*graph.Graph] {
 	})
 }
 
-func TestParseRefusesTextThatIsNotUTF8(t *testing.T) {
+func TestParseRefusesWhatJSONCannotCarryFaithfully(t *testing.T) {
 	t.Parallel()
 	for _, doc := range []string{
 		"{\"schema_version\":1,\"id\":\"g\",\"name\":\"a\xffb\"}",
 		"{\"schema_version\":1,\"id\":\"g\",\"metadata\":{\"\xff\":1,\"\xfe\":2}}",
 		`{"schema_version":1,"id":"g","description":"\udc00"}`,
+		// I-JSON: a repeated name would silently lose the first member.
+		`{"schema_version":1,"id":"g","metadata":{"a":1,"a":2}}`,
 	} {
 		_, err := graph.Parse([]byte(doc))
 		var de *graph.DocumentError

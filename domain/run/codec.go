@@ -468,7 +468,7 @@ func compareFirstUnit(a, b rune) int {
 // Decode parses bytes written by Encode and validates the run. Errors wrap
 // ErrCorruptRun; a run that breaks an invariant also matches ErrInvalidRun.
 func Decode(b []byte) (*Run, error) {
-	doc, err := parseJSON(b)
+	doc, err := value.DecodeJSONWords(b, documentWords)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
 	}
@@ -863,3 +863,27 @@ func kindOf(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// documentWords are the run document's keys and its fixed values
+// (statuses, kinds, timer and write kinds), each held once, so decoding a
+// document allocates no string for them: a run is decoded at every claim,
+// and these words are most of its strings.
+var documentWords = func() map[string]string {
+	words := []string{
+		// keys
+		"active_tasks", "attempt", "barrier_seen", "changed_channels", "channels", "checkpoint_seq", "code",
+		"created_at", "deadline_at", "details", "event_seq", "failure", "failures", "finished_at", "fires_at",
+		"format_version", "graph_hash", "graph_id", "id", "idempotency_key", "input", "input_hash", "interrupts",
+		"kind", "message", "metadata", "node_id", "output", "pending_nodes", "pending_writes", "reason",
+		"resolved_at", "resume_channel", "schema", "snapshot", "source_versions", "started_at", "status", "step",
+		"task_id", "timers", "updated_at", "value", "version",
+		// values
+		string(StatusRunning), string(StatusWaiting), string(StatusDone), string(StatusFailed), string(StatusCancelled),
+		TaskRetryScheduled, WriteUpdate, WriteInterrupt, InterruptOpen, InterruptResolved, TimerRetry,
+	}
+	m := make(map[string]string, len(words))
+	for _, w := range words {
+		m[w] = w
+	}
+	return m
+}()

@@ -3,10 +3,7 @@ package value
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -15,124 +12,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// DecodeJSON parses one JSON document into a portable-shaped value. Numbers
-// written with a fraction or an exponent become float64, all others int64, so
-// integers and floats keep their identity. Keys starting with "$" are kept
-// (callers that accept them, such as the graph codec, interpret them; use
-// Check to reject them). Trailing data after the document is an error, and
-// so is text that is not UTF-8, raw or escaped (a lone surrogate):
-// encoding/json would quietly turn either into U+FFFD.
-func DecodeJSON(data []byte) (any, error) {
-	if !utf8.Valid(data) {
-		return nil, errors.New("decode json: the document is not UTF-8 text")
-	}
-	if err := checkSurrogates(data); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("decode json: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("decode json: unexpected data after the document")
-	}
-	return fromJSON(raw)
-}
-
-// checkSurrogates rejects a \u escape of a UTF-16 surrogate that is not
-// half of a pair. Every backslash of a JSON document starts an escape, so
-// no string tracking is needed; malformed escapes are the decoder's to
-// report.
-func checkSurrogates(data []byte) error {
-	for i := bytes.IndexByte(data, '\\'); i >= 0 && i+1 < len(data); {
-		if data[i+1] != 'u' {
-			i = nextEscape(data, i+2)
-			continue
-		}
-		r, ok := hex4(data, i+2)
-		switch {
-		case !ok:
-			return nil
-		case r >= 0xD800 && r <= 0xDBFF:
-			low, ok := rune(0), i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u'
-			if ok {
-				low, ok = hex4(data, i+8)
-			}
-			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return errors.New("decode json: a \\u escape holds half of a UTF-16 surrogate pair")
-			}
-			i = nextEscape(data, i+12)
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return errors.New("decode json: a \\u escape holds half of a UTF-16 surrogate pair")
-		default:
-			i = nextEscape(data, i+6)
-		}
-	}
-	return nil
-}
-
-func nextEscape(data []byte, from int) int {
-	if from >= len(data) {
-		return -1
-	}
-	j := bytes.IndexByte(data[from:], '\\')
-	if j < 0 {
-		return -1
-	}
-	return from + j
-}
-
-// hex4 reads four hex digits at data[at:].
-func hex4(data []byte, at int) (rune, bool) {
-	if at+4 > len(data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range data[at : at+4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	return r, true
-}
-
-func fromJSON(raw any) (any, error) {
-	switch x := raw.(type) {
-	case json.Number:
-		return ParseNumber(string(x))
-	case []any:
-		for i, e := range x {
-			v, err := fromJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			x[i] = v
-		}
-		return x, nil
-	case map[string]any:
-		for k, e := range x {
-			v, err := fromJSON(e)
-			if err != nil {
-				return nil, err
-			}
-			x[k] = v
-		}
-		return x, nil
-	}
-	return raw, nil
-}
 
 // ParseNumber classifies a JSON number literal: a fraction or exponent makes
 // it a float64, otherwise it must fit in an int64.

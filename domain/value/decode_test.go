@@ -1,13 +1,16 @@
-package run
+package value
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/docketgo/docket/domain/value"
 )
 
 func TestParseJSON(t *testing.T) {
@@ -34,12 +37,12 @@ func TestParseJSON(t *testing.T) {
 	for _, tc := range ok {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := parseJSON([]byte(tc.in))
+			got, err := DecodeJSON([]byte(tc.in))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
-			std, err := value.DecodeJSON([]byte(tc.in))
+			std, err := decodeWithEncodingJSON([]byte(tc.in))
 			require.NoError(t, err)
-			assert.True(t, value.Equal(std, got), "agrees with value.DecodeJSON")
+			assert.True(t, Equal(std, got), "agrees with encoding/json")
 		})
 	}
 	bad := []struct{ name, in, want string }{
@@ -68,23 +71,38 @@ func TestParseJSON(t *testing.T) {
 		{"bad unicode escape", `"\u12zz"`, "invalid \\u escape"},
 		{"invalid UTF-8", "\"\xff\"", "invalid UTF-8"},
 		{"bad literal", "nul", "invalid literal"},
-		{"too deep", strings.Repeat("[", maxDepth+2), "nesting deeper"},
+		{"too deep", strings.Repeat("[", MaxDepth+2), "nesting deeper"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseJSON([]byte(tc.in))
+			_, err := DecodeJSON([]byte(tc.in))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }
 
+func TestDecodeHandsOutItsWordsInsteadOfCopies(t *testing.T) {
+	t.Parallel()
+	words := map[string]string{"status": "status", "running": "running"}
+	got, err := DecodeJSONWords([]byte(`{"status":"running","other":"running!"}`), words)
+	require.NoError(t, err)
+	m := got.(map[string]any)
+	for k := range m {
+		if k == "status" {
+			assert.Same(t, unsafe.StringData(words["status"]), unsafe.StringData(k), "the key is the held word")
+		}
+	}
+	assert.Same(t, unsafe.StringData(words["running"]), unsafe.StringData(m["status"].(string)), "the value is the held word")
+	assert.Equal(t, "running!", m["other"])
+}
+
 // TestAFailedParseLeavesNoValuesOnThePooledStack checks that a parse that
 // fails inside nested objects returns its member stack empty, so the pool
 // keeps no parsed values alive, and that the next parse is unaffected.
 func TestAFailedParseLeavesNoValuesOnThePooledStack(t *testing.T) {
-	_, err := parseJSON([]byte(`{"a":"kept?","b":{"c":[1,2],"d":{"e":"kept?","f":`))
+	_, err := DecodeJSON([]byte(`{"a":"kept?","b":{"c":[1,2],"d":{"e":"kept?","f":`))
 	require.Error(t, err)
 	stack := memberStacks.Get().(*[]member)
 	for i, m := range (*stack)[:cap(*stack)] {
@@ -92,29 +110,64 @@ func TestAFailedParseLeavesNoValuesOnThePooledStack(t *testing.T) {
 	}
 	memberStacks.Put(stack)
 
-	got, err := parseJSON([]byte(`{"x":{"y":1},"z":2}`))
+	got, err := DecodeJSON([]byte(`{"x":{"y":1},"z":2}`))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"x": map[string]any{"y": int64(1)}, "z": int64(2)}, got)
 }
 
-// FuzzParseJSON holds the fast parser to value.DecodeJSON: whatever it
-// accepts, the reference decoder accepts with an equal value.
-func FuzzParseJSON(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5,"x",null,true]}`, `"\ud83d\ude00\u0000"`, `-0.0e-0`, `[{}]`, `1E+2`} {
+// FuzzDecodeJSONAgreesWithEncodingJSON holds the parser to encoding/json: whatever it accepts,
+// encoding/json accepts with an equal value.
+func FuzzDecodeJSONAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,"x",null,true]}`, `"\ud83d\ude00\u0000"`, `-0.0e-0`, `[{}]`, `1E+2`,
+		`{"id":"run_1","channels":{"state:a":{"value":[1,{"b":"c"}],"version":2}},"$k":{"x":1.5}}`} {
 		f.Add([]byte(s))
 	}
-	for _, r := range codecFixtures() {
-		b, err := Encode(r)
-		require.NoError(f, err)
-		f.Add(b)
-	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := parseJSON(b)
+		got, err := DecodeJSON(b)
 		if err != nil {
 			return
 		}
-		std, err := value.DecodeJSON(b)
-		require.NoError(t, err, "value.DecodeJSON rejects what parseJSON accepted")
-		require.True(t, value.Equal(std, got))
+		std, err := decodeWithEncodingJSON(b)
+		require.NoError(t, err, "encoding/json rejects what DecodeJSON accepted")
+		require.True(t, Equal(std, got))
 	})
+}
+
+// decodeWithEncodingJSON is the reference: encoding/json, with numbers
+// classified as DecodeJSON classifies them.
+func decodeWithEncodingJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("unexpected data after the document")
+	}
+	return classifyNumbers(raw)
+}
+
+func classifyNumbers(raw any) (any, error) {
+	switch x := raw.(type) {
+	case json.Number:
+		return ParseNumber(string(x))
+	case []any:
+		for i, e := range x {
+			v, err := classifyNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = v
+		}
+	case map[string]any:
+		for k, e := range x {
+			v, err := classifyNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = v
+		}
+	}
+	return raw, nil
 }

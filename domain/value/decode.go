@@ -1,4 +1,4 @@
-package run
+package value
 
 import (
 	"errors"
@@ -10,17 +10,25 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 10000
+// DecodeJSON parses one JSON document into a portable-shaped value.
+// Numbers written with a fraction or an exponent become float64, all
+// others int64, so integers and floats keep their identity. Keys starting
+// with "$" are kept (callers that accept them, such as the graph codec,
+// interpret them; use Check to reject them). It refuses what a portable
+// value cannot be and encoding/json would let through or quietly change:
+// trailing data, duplicate object keys, text that is not UTF-8 (raw, or a
+// lone surrogate escape), numbers out of their Go type's range, nesting
+// deeper than MaxDepth. It parses without reflection, since a run is
+// decoded at every claim.
+func DecodeJSON(b []byte) (any, error) { return DecodeJSONWords(b, nil) }
 
-// parseJSON parses one JSON document into a portable-shaped value, as
-// value.DecodeJSON does (numbers with a fraction or exponent are float64,
-// all others int64), but without reflection, because Decode runs on every
-// load of a run. It is stricter: duplicate object keys and invalid UTF-8
-// are errors, since Encode never writes them.
-func parseJSON(b []byte) (any, error) {
+// DecodeJSONWords is DecodeJSON for documents whose strings are often one
+// of a few words: a string equal to a key of words is returned as that
+// key's value, so it allocates nothing. The map must not change while it
+// is used.
+func DecodeJSONWords(b []byte, words map[string]string) (any, error) {
 	stack := memberStacks.Get().(*[]member)
-	p := parser{b: b, members: (*stack)[:0]}
+	p := parser{b: b, members: (*stack)[:0], words: words}
 	defer func() {
 		// Only a stack of ordinary size goes back: one document of huge
 		// objects must not keep its stack alive for every later parse.
@@ -59,10 +67,11 @@ var memberStacks = sync.Pool{New: func() any {
 const maxPooledMembers = 4096
 
 type parser struct {
-	b   []byte
-	i   int
-	err error
-	buf []byte // scratch for strings with escapes
+	b     []byte
+	i     int
+	err   error
+	words map[string]string // strings returned without allocating
+	buf   []byte            // scratch for strings with escapes
 	// members holds the members of the objects being parsed, innermost
 	// last.
 	members []member
@@ -89,8 +98,8 @@ func (p *parser) value(depth int) any {
 	if p.err != nil {
 		return nil
 	}
-	if depth > maxDepth {
-		p.fail("nesting deeper than %d", maxDepth)
+	if depth > MaxDepth {
+		p.fail("nesting deeper than %d", MaxDepth)
 		return nil
 	}
 	if p.i >= len(p.b) {
@@ -236,40 +245,16 @@ func (p *parser) array(depth int) any {
 	return nil
 }
 
-// documentWords are the run document's keys and its fixed values
-// (statuses, kinds, timer and write kinds), each held once, so decoding a
-// document allocates no string for them: a run is decoded at every claim,
-// and these words are most of its strings.
-var documentWords = func() map[string]string {
-	words := []string{
-		// keys
-		"active_tasks", "attempt", "barrier_seen", "changed_channels", "channels", "checkpoint_seq", "code",
-		"created_at", "deadline_at", "details", "event_seq", "failure", "failures", "finished_at", "fires_at",
-		"format_version", "graph_hash", "graph_id", "id", "idempotency_key", "input", "input_hash", "interrupts",
-		"kind", "message", "metadata", "node_id", "output", "pending_nodes", "pending_writes", "reason",
-		"resolved_at", "resume_channel", "schema", "snapshot", "source_versions", "started_at", "status", "step",
-		"task_id", "timers", "updated_at", "value", "version",
-		// values
-		string(StatusRunning), string(StatusWaiting), string(StatusDone), string(StatusFailed), string(StatusCancelled),
-		TaskRetryScheduled, WriteUpdate, WriteInterrupt, InterruptOpen, InterruptResolved, TimerRetry,
-	}
-	m := make(map[string]string, len(words))
-	for _, w := range words {
-		m[w] = w
-	}
-	return m
-}()
+// maxWord bounds the strings looked up in a parser's words: longer ones
+// (values, messages) are never words and are not hashed for nothing.
+const maxWord = 24
 
-// maxDocumentWord bounds the strings looked up in documentWords: longer
-// ones (values, messages) are never words and are not hashed for nothing.
-const maxDocumentWord = 24
-
-// documentWord returns the held copy of b when b is a document word.
-func documentWord(b []byte) (string, bool) {
-	if len(b) > maxDocumentWord {
+// word returns the held copy of b when b is one of the parser's words.
+func (p *parser) word(b []byte) (string, bool) {
+	if p.words == nil || len(b) > maxWord {
 		return "", false
 	}
-	w, ok := documentWords[string(b)] // the conversion does not allocate
+	w, ok := p.words[string(b)] // the conversion does not allocate
 	return w, ok
 }
 
@@ -283,7 +268,7 @@ func (p *parser) string() string {
 		switch {
 		case c == '"':
 			var s string
-			if word, ok := documentWord(p.b[start:p.i]); ok {
+			if word, ok := p.word(p.b[start:p.i]); ok {
 				s = word
 			} else {
 				s = string(p.b[start:p.i])
@@ -345,8 +330,7 @@ func (p *parser) escapedString(start int) string {
 					return ""
 				}
 				if utf16.IsSurrogate(r) {
-					// Only a pair is text; a lone half is refused, as
-					// value.DecodeJSON refuses it.
+					// Only a pair is text; a lone half is refused.
 					joined := utf8.RuneError
 					if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
 						p.i += 2
