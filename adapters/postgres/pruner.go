@@ -44,8 +44,12 @@ func (c PruneConfig) Validate() error {
 }
 
 // PruneResult reports one pass. Locked means another pass of the same
-// schema held the pruner lock, so this one deleted nothing.
+// schema held the pruner lock, so this one deleted nothing. Now is the
+// time the pass's cutoffs were taken from (zero when Locked): passing it to the next pass
+// keeps a series of passes on one set of cutoffs, so it ends even while
+// new rows keep ageing past them.
 type PruneResult struct {
+	Now                  time.Time
 	Locked               bool
 	EventsDeleted        int
 	RunsDeleted          int
@@ -59,19 +63,21 @@ type PruneResult struct {
 // deleted), then deletes old events, old terminal runs (events cascade)
 // and unreferenced surplus graph versions, each bounded by BatchSize and
 // skipping rows other writers hold. "Now" is the database's transaction
-// time unless now is non-zero (tests). Nothing is announced.
+// time unless now is non-zero (a series of passes, or tests). Nothing is
+// announced.
 func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (PruneResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return PruneResult{}, err
 	}
 	ctx, span := s.telemetry.StartSpan(ctx, "pruner.pass")
+	passNow := now
 	res, err := s.prunePass(ctx, cfg.KeepGraphVersions, cfg.BatchSize, func(tx pgx.Tx) (events, runs time.Time, err error) {
-		if now.IsZero() {
-			if err := tx.QueryRow(ctx, s.stmt.pruneNow).Scan(&now); err != nil {
+		if passNow.IsZero() {
+			if err := tx.QueryRow(ctx, s.stmt.pruneNow).Scan(&passNow); err != nil {
 				return time.Time{}, time.Time{}, err
 			}
 		}
-		return now.Add(-cfg.EventRetention), now.Add(-cfg.RunRetention), nil
+		return passNow.Add(-cfg.EventRetention), passNow.Add(-cfg.RunRetention), nil
 	})
 	if err != nil {
 		span.End(ports.ResultError, nil)
@@ -79,7 +85,7 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 	}
 	result := ports.ResultOK
 	if res.Locked {
-		result = ports.ResultLocked
+		result, passNow = ports.ResultLocked, time.Time{}
 	}
 	span.End(result, ports.Measurements{
 		"events_deleted":         float64(res.Events),
@@ -87,7 +93,7 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 		"cascade_events_deleted": float64(res.CascadeEvents),
 		"graphs_deleted":         float64(res.Graphs),
 	})
-	return PruneResult{Locked: res.Locked, EventsDeleted: res.Events, RunsDeleted: res.Runs,
+	return PruneResult{Now: passNow, Locked: res.Locked, EventsDeleted: res.Events, RunsDeleted: res.Runs,
 		CascadeEventsDeleted: res.CascadeEvents, GraphsDeleted: res.Graphs}, nil
 }
 

@@ -88,7 +88,11 @@ func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 
 	res, err = env.store.PrunePass(ctx, cfg, now)
 	require.NoError(t, err)
-	assert.Equal(t, postgres.PruneResult{}, res, "a second pass finds nothing")
+	assert.Equal(t, postgres.PruneResult{Now: now}, res, "a second pass finds nothing")
+
+	res, err = env.store.PrunePass(ctx, cfg, time.Time{})
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), res.Now, time.Minute, "without a time, the pass cuts at the database's")
 }
 
 func TestPrunePassCutoffsInsideAMicrosecondStayStrict(t *testing.T) {

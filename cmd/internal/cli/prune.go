@@ -103,8 +103,11 @@ func (a *app) prune(ctx context.Context, cfg postgres.PruneConfig, maxPasses int
 	defer cleanup()
 	var total pruneJSON
 	b := a.progress(-1, "pruning")
+	// Every pass cuts at the first pass's time, so the series ends even
+	// while a busy system keeps ageing rows past a moving cutoff.
+	var now time.Time
 	for maxPasses == 0 || total.Passes < maxPasses {
-		res, err := rt.Postgres.PrunePass(ctx, cfg, time.Time{})
+		res, err := rt.Postgres.PrunePass(ctx, cfg, now)
 		if err != nil {
 			b.finish()
 			return err
@@ -113,6 +116,7 @@ func (a *app) prune(ctx context.Context, cfg postgres.PruneConfig, maxPasses int
 			b.finish()
 			return failuref("another prune pass holds the lock of schema %q; try again when it is done", rt.Schema)
 		}
+		now = res.Now
 		total.Passes++
 		total.EventsDeleted += res.EventsDeleted
 		total.RunsDeleted += res.RunsDeleted
