@@ -13,6 +13,7 @@ import (
 
 	"github.com/docketgo/docket/adapters/memory"
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/app/observe"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
@@ -206,6 +207,15 @@ func TestInterruptResolvedFromAnotherEngineInstance(t *testing.T) {
 
 		_, err = api.ResolveInterrupt(ctx, r.ID, "interrupt_missing", "x")
 		assert.ErrorIs(t, err, engine.ErrInactiveRun, "a terminal run is checked before the interrupt id")
+
+		// On a host that cannot compile the run's graph, the finished run
+		// is still reported as inactive, not as a graph problem.
+		bareConfig := h.config(newKit())
+		bareConfig.Nodes = node.NewRegistry()
+		bare, err := engine.New(bareConfig)
+		require.NoError(t, err)
+		_, err = bare.ResolveInterrupt(ctx, r.ID, "interrupt_missing", "x")
+		assert.ErrorIs(t, err, engine.ErrInactiveRun)
 	})
 }
 

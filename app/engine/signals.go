@@ -28,6 +28,11 @@ func (c *Client) ResolveInterrupt(ctx context.Context, runID, interruptID string
 	if err != nil {
 		return nil, err
 	}
+	// The checks that need no graph come first: a finished run is
+	// inactive even on a host where its graph no longer compiles.
+	if err := superstep.CheckResolvable(current, interruptID); err != nil {
+		return nil, ruleError("resolve interrupt", err)
+	}
 	g, err := c.e.compiled(ctx, owner, GraphRef{GraphID: current.GraphID, Hash: current.GraphHash})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,28 @@ import (
 	"github.com/docketgo/docket/domain/value"
 )
 
+// CheckResolvable is ResolveInterrupt's first checks, which need no graph:
+// the run is active and interruptID names one of its open interrupts. A
+// caller that must compile the run's graph first runs them before, so a
+// finished run is reported as such even where its graph cannot compile.
+func CheckResolvable(r *run.Run, interruptID string) error {
+	const phase = "resolve"
+	switch {
+	case r.Status.Terminal():
+		return &Error{Code: CodeInactiveRun, Phase: phase, Message: fmt.Sprintf("run %q is %s and cannot be resumed", r.ID, r.Status)}
+	case r.Status != run.StatusRunning && r.Status != run.StatusWaiting:
+		return &Error{Code: CodeInvalidRun, Phase: phase, Message: fmt.Sprintf("run %q has non-durable status %q", r.ID, r.Status)}
+	}
+	in, ok := r.Interrupts[interruptID]
+	switch {
+	case ok && in.Status == run.InterruptResolved:
+		return &Error{Code: CodeAlreadyResolved, Phase: phase, Message: fmt.Sprintf("interrupt %q is resolved", interruptID)}
+	case !ok || in.Status != run.InterruptOpen:
+		return &Error{Code: CodeNotFound, Phase: phase, Message: fmt.Sprintf("no interrupt %q", interruptID)}
+	}
+	return nil
+}
+
 // ResolveInterrupt applies an interrupt resolution (spec 7.11), a pure
 // signal mutation. Errors in order: inactive_run (terminal), invalid_run
 // (not running or waiting), already_resolved, not_found, then invalid_input
@@ -20,19 +42,10 @@ import (
 // valid write to the resume channel.
 func ResolveInterrupt(g *graph.Compiled, r *run.Run, interruptID string, v any, env Env) (*run.Moment, error) {
 	const phase = "resolve"
-	switch {
-	case r.Status.Terminal():
-		return nil, &Error{Code: CodeInactiveRun, Phase: phase, Message: fmt.Sprintf("run %q is %s and cannot be resumed", r.ID, r.Status)}
-	case r.Status != run.StatusRunning && r.Status != run.StatusWaiting:
-		return nil, &Error{Code: CodeInvalidRun, Phase: phase, Message: fmt.Sprintf("run %q has non-durable status %q", r.ID, r.Status)}
+	if err := CheckResolvable(r, interruptID); err != nil {
+		return nil, err
 	}
-	in, ok := r.Interrupts[interruptID]
-	switch {
-	case ok && in.Status == run.InterruptResolved:
-		return nil, &Error{Code: CodeAlreadyResolved, Phase: phase, Message: fmt.Sprintf("interrupt %q is resolved", interruptID)}
-	case !ok || in.Status != run.InterruptOpen:
-		return nil, &Error{Code: CodeNotFound, Phase: phase, Message: fmt.Sprintf("no interrupt %q", interruptID)}
-	}
+	in := r.Interrupts[interruptID]
 	if err := checkGraph(g, r); err != nil {
 		return nil, err
 	}
