@@ -35,10 +35,11 @@ type ListenerConfig struct {
 	// PgBouncer's transaction or statement pooling (use None there). It is
 	// copied; application_name defaults to "docket-wake-listener".
 	ConnConfig *pgx.ConnConfig
-	// Schema is the Docket schema whose announcements count: a
-	// notification is a Wake only when its payload equals Schema. Other
-	// payloads (other schemas on the same database) are ignored. The
-	// empty string accepts only the empty payload of an unprefixed store.
+	// Schema is the Docket schema whose announcements count (required):
+	// a notification is a Wake only when its payload equals Schema, which
+	// is what the store announces with (postgres.Store.Schema, the name it
+	// resolved). Other payloads (other schemas on the same database) are
+	// ignored.
 	Schema string
 	// MinBackoff and MaxBackoff bound the exponential, jittered delay
 	// between reconnect attempts (defaults 100ms and 10s).
@@ -74,6 +75,11 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 	if cfg.ConnConfig == nil {
 		return nil, errors.New("notify: ListenerConfig.ConnConfig is required")
 	}
+	if cfg.Schema == "" {
+		// No store announces with an empty payload: a listener without a
+		// schema would never wake anyone.
+		return nil, errors.New("notify: ListenerConfig.Schema is required: the schema the store announces with (postgres.Store.Schema)")
+	}
 	if cfg.MinBackoff < 0 || cfg.MaxBackoff < 0 {
 		return nil, errors.New("notify: ListenerConfig.MinBackoff and MaxBackoff must not be negative")
 	}
@@ -93,6 +99,9 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 		cfg.Telemetry = ports.NopTelemetry{}
 	}
 	connConfig := cfg.ConnConfig.Copy()
+	// With a hook of its own, pgx hands notifications to the hook and
+	// WaitForNotification returns none (a pool's config may carry one).
+	connConfig.OnNotification = nil
 	if connConfig.RuntimeParams == nil {
 		connConfig.RuntimeParams = map[string]string{}
 	}
@@ -147,7 +156,9 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, out chan ports.Wake)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err == nil {
-			l.handle(ctx, n, out)
+			if n != nil {
+				l.handle(ctx, n, out)
+			}
 			continue
 		}
 		closeQuietly(conn)
@@ -178,7 +189,7 @@ func (l *Listener) handle(ctx context.Context, n *pgconn.Notification, out chan 
 func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 	delay := l.minBackoff
 	for attempt := 1; ; attempt++ {
-		timer := time.NewTimer(jitter(delay))
+		timer := time.NewTimer(max(jitter(delay), l.minBackoff))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -194,12 +205,16 @@ func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 			return nil
 		}
 		l.logger.Warn("docket wake listener could not reconnect", slog.Int("attempt", attempt), slog.String("error", err.Error()))
-		delay = min(2*delay, l.maxBackoff)
+		if delay < l.maxBackoff/2 { // doubled, without overflowing near the cap
+			delay *= 2
+		} else {
+			delay = l.maxBackoff
+		}
 	}
 }
 
 // jitter spreads d over [d/2, d] so many listeners that lost one server
-// do not reconnect in lockstep.
+// do not reconnect in lockstep (reconnect keeps it at MinBackoff or more).
 func jitter(d time.Duration) time.Duration {
 	half := d / 2
 	if half <= 0 {

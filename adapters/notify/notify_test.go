@@ -13,6 +13,7 @@ import (
 	"github.com/docketgo/docket/pgtest"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,20 +35,24 @@ type listenerEnv struct {
 	listener *notify.Listener
 }
 
-func newListenerEnv(t *testing.T, schema string) *listenerEnv {
+func newListenerEnv(t *testing.T, schema string, edits ...func(*notify.ListenerConfig)) *listenerEnv {
 	t.Helper()
 	db := pgtest.SharedDatabase(t)
 	cfg, err := pgx.ParseConfig(db.URL)
 	require.NoError(t, err)
 	app := fmt.Sprintf("docket-notify-test-%d-%d", time.Now().UnixNano(), appCounter.Add(1))
 	cfg.RuntimeParams["application_name"] = app
-	l, err := notify.NewListener(notify.ListenerConfig{
+	config := notify.ListenerConfig{
 		ConnConfig: cfg,
 		Schema:     schema,
 		MinBackoff: 20 * time.Millisecond,
 		MaxBackoff: 200 * time.Millisecond,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, edit := range edits {
+		edit(&config)
+	}
+	l, err := notify.NewListener(config)
 	require.NoError(t, err)
 	return &listenerEnv{db: db, appName: app, listener: l}
 }
@@ -132,20 +137,24 @@ func TestListenerCoalescesBursts(t *testing.T) {
 	assert.LessOrEqual(t, drained, 1, "a burst is coalesced")
 }
 
+// terminate ends the listener's session from admin.
+func (e *listenerEnv) terminate(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	var terminated int
+	err := admin.QueryRow(context.Background(), `
+		SELECT count(*) FROM (
+			SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1
+		) AS t`, e.appName).Scan(&terminated)
+	require.NoError(t, err)
+	require.Equal(t, 1, terminated, "the listener holds exactly one session")
+}
+
 func TestListenerReconnectsAfterItsSessionIsTerminated(t *testing.T) {
 	t.Parallel()
 	env := newListenerEnv(t, "reconnecting")
 	wakes, _ := env.listen(t)
 	admin := env.db.Connect(t)
-	ctx := context.Background()
-
-	var terminated int
-	err := admin.QueryRow(ctx, `
-		SELECT count(*) FROM (
-			SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1
-		) AS t`, env.appName).Scan(&terminated)
-	require.NoError(t, err)
-	require.Equal(t, 1, terminated, "the listener holds exactly one session")
+	env.terminate(t, admin)
 
 	// After the loss the listener reconnects and hands out one Wake, since
 	// announcements made while it was away are lost.
@@ -153,6 +162,31 @@ func TestListenerReconnectsAfterItsSessionIsTerminated(t *testing.T) {
 	env.expectSessions(t, admin, 1, "a new session is listening")
 	env.notifyOn(t, "reconnecting")
 	expectWake(t, wakes, "an announcement after the reconnect")
+}
+
+func TestListenerWaitsAtLeastMinBackoffBeforeReconnecting(t *testing.T) {
+	t.Parallel()
+	const backoff = 300 * time.Millisecond
+	env := newListenerEnv(t, "patient", func(c *notify.ListenerConfig) { c.MinBackoff, c.MaxBackoff = backoff, backoff })
+	wakes, _ := env.listen(t)
+	env.terminate(t, env.db.Connect(t))
+	lost := time.Now()
+	expectWake(t, wakes, "the catch-up Wake after reconnecting")
+	assert.GreaterOrEqual(t, time.Since(lost), backoff, "MinBackoff bounds the delay from below, jitter included")
+}
+
+// A pool's connection config may carry its own notification hook; pgx
+// would then hand every notification to it and none to the listener.
+func TestListenerIgnoresTheConnConfigsNotificationHook(t *testing.T) {
+	t.Parallel()
+	hooked := 0
+	env := newListenerEnv(t, "hooked", func(c *notify.ListenerConfig) {
+		c.ConnConfig.OnNotification = func(*pgconn.PgConn, *pgconn.Notification) { hooked++ }
+	})
+	wakes, _ := env.listen(t)
+	env.notifyOn(t, "hooked")
+	expectWake(t, wakes, "an announcement despite the hook")
+	assert.Zero(t, hooked)
 }
 
 func TestListenerStopsAndClosesOnCancel(t *testing.T) {
@@ -173,7 +207,7 @@ func TestListenerReportsAnUnreachableServer(t *testing.T) {
 	t.Parallel()
 	cfg, err := pgx.ParseConfig("postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	require.NoError(t, err)
-	l, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg})
+	l, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg, Schema: "x"})
 	require.NoError(t, err)
 	_, err = l.Listen(context.Background())
 	assert.Error(t, err, "the first connection's failure is returned")
@@ -187,9 +221,10 @@ func TestNewListenerValidatesItsConfig(t *testing.T) {
 		name string
 		cfg  notify.ListenerConfig
 	}{
-		{"missing connection config", notify.ListenerConfig{}},
-		{"negative backoff", notify.ListenerConfig{ConnConfig: cfg, MinBackoff: -time.Second}},
-		{"max below min", notify.ListenerConfig{ConnConfig: cfg, MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
+		{"missing connection config", notify.ListenerConfig{Schema: "x"}},
+		{"missing schema: no store announces with an empty payload", notify.ListenerConfig{ConnConfig: cfg}},
+		{"negative backoff", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", MinBackoff: -time.Second}},
+		{"max below min", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -341,7 +341,7 @@ var catalog = []factDef{
 	},
 	{
 		Name: ports.FactLifecycleTransition, Span: true,
-		Meaning: "One lifecycle transition: start, moment or signal.",
+		Meaning: "One lifecycle transition outside a vehicle: a start or a signal.",
 		Metrics: []metricDef{durationOf(ports.FactLifecycleTransition, keyOperation, keyResult)},
 	},
 	{
