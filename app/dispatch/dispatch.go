@@ -209,9 +209,24 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		var listenCtx context.Context
 		listenCtx, d.cancelListen = context.WithCancel(base)
 		// Subscribe before the initial poll, so every announcement made
-		// after Start returns reaches this dispatcher.
-		ch, err := d.cfg.Notifier.Listen(listenCtx)
-		d.listening.Go(func() { d.listen(listenCtx, ch, err) })
+		// after Start returns reaches this dispatcher; but wait no longer
+		// than a store call may take: a subscription that hangs (a
+		// blackholed server) leaves the dispatcher polling until it
+		// answers, and Start and Stop free.
+		subscribed := make(chan struct{})
+		d.listening.Go(func() {
+			ch, err := d.cfg.Notifier.Listen(listenCtx)
+			close(subscribed)
+			d.listen(listenCtx, ch, err)
+		})
+		wait := time.NewTimer(d.cfg.StoreTimeout)
+		select {
+		case <-subscribed:
+		case <-wait.C:
+			d.cfg.Logger.Warn("docket wake listener did not subscribe in time; polling until it does",
+				slog.Duration("waited", d.cfg.StoreTimeout))
+		}
+		wait.Stop()
 	}
 	go d.loop()
 	return nil
@@ -328,7 +343,7 @@ func (d *Dispatcher) loop() {
 			}
 		case res := <-d.pollDone:
 			polling = false
-			launched, poisoned := d.handle(res, inFlight, false)
+			launched, poisoned := d.handle(context.Background(), res, inFlight, false)
 			backlog = res.err == nil && len(res.batch.Leases) >= res.demand
 			d.poisoned(poisoned)
 			inFlight += launched
@@ -411,10 +426,10 @@ func (d *Dispatcher) poll(source string, demand int) {
 	}()
 }
 
-// handle launches the leases of one poll (or releases them when
-// draining), ends the poll span, and reports how many vehicles started
-// and which runs admission poisoned.
-func (d *Dispatcher) handle(res pollResult, inFlight int, draining bool) (launched int, poisoned []ports.PoisonOutcome) {
+// handle launches the leases of one poll (or releases them, under ctx,
+// when draining or beyond capacity), ends the poll span, and reports how
+// many vehicles started and which runs admission poisoned.
+func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, draining bool) (launched int, poisoned []ports.PoisonOutcome) {
 	var leases, ready, expired int
 	defer func() {
 		res.span.End(resultOf(res.err), ports.Measurements{
@@ -436,14 +451,16 @@ func (d *Dispatcher) handle(res pollResult, inFlight int, draining bool) (launch
 	leases, poisoned = len(res.batch.Leases), res.batch.Poisoned
 	ready, expired = res.batch.ReadyCandidates, res.batch.ExpiredCandidates
 	ReportClaims(res.ctx, d.cfg.Telemetry, res.batch)
+	var unused []ports.Lease
 	for _, lease := range res.batch.Leases {
 		if draining || inFlight+launched >= d.cfg.Concurrency {
-			d.release(lease)
+			unused = append(unused, lease)
 			continue
 		}
 		launched++
 		d.launch(res.ctx, lease)
 	}
+	d.releaseAll(ctx, unused)
 	return launched, poisoned
 }
 
@@ -517,8 +534,22 @@ func (d *Dispatcher) run(lease ports.Lease) {
 	d.cfg.Drive(d.vehicleCtx, lease, nodesDone)
 }
 
-func (d *Dispatcher) release(lease ports.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.StoreTimeout)
+// releaseAll hands unused leases back side by side, so a slow store holds
+// the loop (or a shutdown) one store call long, not one per lease.
+func (d *Dispatcher) releaseAll(ctx context.Context, leases []ports.Lease) {
+	if len(leases) == 1 {
+		d.release(ctx, leases[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, lease := range leases {
+		wg.Go(func() { d.release(ctx, lease) })
+	}
+	wg.Wait()
+}
+
+func (d *Dispatcher) release(ctx context.Context, lease ports.Lease) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StoreTimeout)
 	defer cancel()
 	if err := d.cfg.Runs.ReleaseClaim(ctx, lease.RunID, lease.Token, d.cfg.Clock.Now()); err != nil {
 		d.cfg.Logger.Warn("docket claim release failed; the claim will expire after the orphan TTL",
@@ -574,7 +605,9 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 	if polling {
 		select {
 		case res := <-d.pollDone:
-			_, poisoned := d.handle(res, inFlight, true)
+			// Releases end at the drain deadline too: a lease not handed
+			// back by then expires after the orphan TTL.
+			_, poisoned := d.handle(ctx, res, inFlight, true)
 			d.poisoned(poisoned)
 		case <-ctx.Done():
 			d.cancelPoll()
@@ -582,7 +615,7 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 			// its span without holding up the shutdown. Its callback, if
 			// any, runs after Stop, bounded by the grace alone.
 			go func() {
-				_, poisoned := d.handle(<-d.pollDone, inFlight, true)
+				_, poisoned := d.handle(context.Background(), <-d.pollDone, inFlight, true)
 				cbCtx, cancel := context.WithTimeout(context.WithoutCancel(d.callbackCtx), shutdownGrace)
 				defer cancel()
 				d.callOnPoisoned(cbCtx, d.logPoisoned(poisoned))

@@ -338,6 +338,42 @@ func TestStopReleasesTheLeasesOfAPollInFlight(t *testing.T) {
 	assert.Empty(t, driven, "nothing launches while stopping")
 }
 
+// hungReleaseStore's releases answer only when their context ends.
+type hungReleaseStore struct{ *fakeStore }
+
+func (s hungReleaseStore) ReleaseClaim(ctx context.Context, _ string, _ ports.ClaimToken, _ time.Time) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestHandingBackAPollsLeasesEndsAtTheDrainDeadline(t *testing.T) {
+	t.Parallel()
+	unblock := make(chan struct{})
+	base := newFakeStore(func(_ int, r claim.Request) (*ports.ClaimBatch, error) {
+		<-unblock
+		return leases("r", r.Limit), nil
+	})
+	n := &fakeNotifier{ch: make(chan ports.Wake), stopped: make(chan struct{})}
+	d := newDispatcher(t, base, func(c *dispatch.Config) {
+		c.Runs = hungReleaseStore{base}
+		c.Notifier = n
+		c.Concurrency = 3
+		c.DrainTimeout = 100 * time.Millisecond
+		c.StoreTimeout = time.Hour // a release ends only at the drain deadline
+	})
+	require.NoError(t, d.Start(context.Background()))
+	base.waitCall(t, 1)
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Stop(context.Background()) }()
+	<-n.stopped
+	close(unblock) // three leases, whose releases never answer
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waits for the releases beyond its drain deadline")
+	}
+}
+
 func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(firstThenEmpty(leases("r", 1)))

@@ -16,6 +16,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -63,6 +64,10 @@ type Engine struct {
 	dispatcher *dispatch.Dispatcher
 	stopPruner context.CancelFunc
 	prunerDone chan struct{}
+	// stopped closes when the first Stop has finished; stopErr is what it
+	// returned, for every later Stop.
+	stopDone chan struct{}
+	stopErr  error
 }
 
 type lifecycle int
@@ -84,6 +89,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg:      cfg,
 		backend:  cfg.Backend,
 		stopping: make(chan struct{}),
+		stopDone: make(chan struct{}),
 		deliver: &observe.Deliverer{
 			Observers: cfg.Observers,
 			Telemetry: cfg.Telemetry,
@@ -235,18 +241,37 @@ func (e *Engine) Start(ctx context.Context) error {
 // engine sharing the store recovers it. Stop returns an error wrapping
 // context.DeadlineExceeded when it gave up waiting. Reads, starts and
 // signals keep working after Stop, but observers are no longer called.
+// A Stop while another is draining waits for that one (or its own ctx)
+// and returns what it returns.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
-	if e.state != running {
+	switch e.state {
+	case created:
 		e.state = stopped
+		close(e.stopDone)
 		e.mu.Unlock()
 		return nil
+	case stopped:
+		e.mu.Unlock()
+		select {
+		case <-e.stopDone:
+			return e.stopErr
+		case <-ctx.Done():
+			return fmt.Errorf("docket: waiting for the engine to stop: %w", ctx.Err())
+		}
 	}
 	e.state = stopped
 	close(e.stopping)
 	d, stopPruner, prunerDone := e.dispatcher, e.stopPruner, e.prunerDone
 	e.mu.Unlock()
 
+	e.stopErr = e.stop(ctx, d, stopPruner, prunerDone)
+	close(e.stopDone)
+	return e.stopErr
+}
+
+// stop is the first Stop's work.
+func (e *Engine) stop(ctx context.Context, d *dispatch.Dispatcher, stopPruner context.CancelFunc, prunerDone chan struct{}) error {
 	err := d.Stop(ctx)
 	if stopPruner != nil {
 		stopPruner()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/adapters/memory"
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/observe"
 	"github.com/docketgo/docket/domain/claim"
@@ -233,4 +234,80 @@ func TestCommitsRacingStopNeverPanic(t *testing.T) {
 			assert.False(t, seen, "run %s, started after Stop, reached an observer", id)
 		}
 	}
+}
+
+// hangingNotifier's subscriptions never answer until cancelled, as a
+// LISTEN session to a blackholed server.
+type hangingNotifier struct{ entered chan struct{} }
+
+func (n hangingNotifier) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	close(n.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+type hangingListenBackend struct {
+	*memory.Store
+	n hangingNotifier
+}
+
+func (b hangingListenBackend) Notifier() ports.Notifier { return b.n }
+
+func TestASubscriptionThatNeverAnswersHoldsNeitherStartNorStop(t *testing.T) {
+	t.Parallel()
+	h := newHarness(false)
+	backend := hangingListenBackend{Store: h.store.(*memory.Store), n: hangingNotifier{entered: make(chan struct{})}}
+	cfg := h.config(newKit())
+	cfg.Backend = backend
+	cfg.StoreTimeout = 100 * time.Millisecond
+	cfg.Dispatcher.DrainTimeout = 100 * time.Millisecond
+	e, err := engine.New(cfg)
+	require.NoError(t, err)
+
+	started := make(chan error, 1)
+	go func() { started <- e.Start(context.Background()) }()
+	<-backend.n.entered
+	select {
+	case err := <-started:
+		require.NoError(t, err, "the engine starts polling without its subscription")
+	case <-time.After(awaitLimit):
+		t.Fatal("Start waits for a subscription that never answers")
+	}
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	assert.Equal(t, run.StatusDone, await(t, e.Client, r.ID).Status, "polling drives the run")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Stop(context.Background()) }()
+	select {
+	case <-stopped:
+	case <-time.After(awaitLimit):
+		t.Fatal("Stop hangs behind the subscription")
+	}
+}
+
+func TestASecondStopWaitsForTheFirstToDrain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	e := startEngine(t, h.config(k))
+	saveAndStart(t, e.Client, build(t, single("gated", refGated)), nil)
+	k.waitStarted(t) // a vehicle is running node code
+
+	first := make(chan error, 1)
+	go func() { first <- e.Stop(context.Background()) }()
+	// Whichever of the two Stops comes first drains; the other waits.
+	second := make(chan error, 1)
+	go func() { second <- e.Stop(context.Background()) }()
+	select {
+	case <-second:
+		t.Fatal("a second Stop returned while the first was still draining a vehicle")
+	case <-time.After(100 * time.Millisecond):
+	}
+	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, e.Stop(short), context.DeadlineExceeded, "a Stop waiting for another ends with its own ctx")
+
+	k.releaseGate()
+	require.NoError(t, <-first)
+	require.NoError(t, <-second, "the second Stop returns what the first did")
 }
