@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -61,9 +62,12 @@ const (
 	DefaultAbandonBackoffCap = time.Hour
 	DefaultMaxClaimAbandons  = 5
 	DefaultAwaitPollInterval = 50 * time.Millisecond
-	DefaultDrainMaxRuns      = 100
-	DefaultStoreTimeout      = 15 * time.Second
-	DefaultObserverTimeout   = observe.DefaultTimeout
+	// MaxConcurrency bounds Dispatcher.Concurrency: far more runs at once
+	// than a process drives, and each place costs the dispatcher memory.
+	MaxConcurrency         = 1 << 20
+	DefaultDrainMaxRuns    = 100
+	DefaultStoreTimeout    = 15 * time.Second
+	DefaultObserverTimeout = observe.DefaultTimeout
 	// SignalStaleRetries is how often a signal is re-evaluated after a
 	// lost sequence race before giving up.
 	SignalStaleRetries = 3
@@ -246,6 +250,12 @@ func (c Config) resolve() (Config, error) {
 	negativeInt("Dispatcher.MaxClaimAttempts", d.MaxClaimAttempts)
 	negative("Dispatcher.DrainTimeout", d.DrainTimeout)
 	negativeInt("Dispatcher.MaxFinishing", d.MaxFinishing)
+	if d.Concurrency > MaxConcurrency {
+		bad("Dispatcher.Concurrency", fmt.Sprintf("must be at most %d", MaxConcurrency))
+	}
+	if d.PollInterval > 0 && d.PollInterval < time.Millisecond {
+		bad("Dispatcher.PollInterval", "must be at least 1ms (polling is the correctness path, not a busy loop)")
+	}
 	d.Concurrency = orDefault(d.Concurrency, DefaultConcurrency)
 	d.MaxFinishing = orDefault(d.MaxFinishing, DefaultFinishingPerPlace*d.Concurrency)
 	d.PollInterval = orDefault(d.PollInterval, DefaultPollInterval)
@@ -295,6 +305,9 @@ func (c Config) resolve() (Config, error) {
 	}
 	negative("UndecodableGraphTTL", c.UndecodableGraphTTL)
 	negative("AwaitPollInterval", c.AwaitPollInterval)
+	if c.AwaitPollInterval > 0 && c.AwaitPollInterval < time.Millisecond {
+		bad("AwaitPollInterval", "must be at least 1ms")
+	}
 	c.AwaitPollInterval = orDefault(c.AwaitPollInterval, DefaultAwaitPollInterval)
 	negative("ObserverTimeout", c.ObserverTimeout)
 	c.ObserverTimeout = orDefault(c.ObserverTimeout, DefaultObserverTimeout)
