@@ -15,7 +15,9 @@ import (
 
 	"github.com/docketgo/docket/app/inline"
 	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
 )
 
 // OnCallingGoroutine: what differs from the watchdog (where and when) and
@@ -107,6 +109,29 @@ func TestOnCallingGoroutineAbandonsTheSuperstepWhenTheCallerCancels(t *testing.T
 		if cooperative {
 			assert.Equal(t, context.Canceled, attemptErr.Load(), "the attempt's context ended with the caller's")
 		}
+	}
+}
+
+// A caller's context that ends by its deadline ends with the same error
+// as an attempt's own deadline; only the latter is the node's timeout.
+func TestACallersDeadlineAbandonsTheSuperstepInBothModes(t *testing.T) {
+	t.Parallel()
+	for name, mode := range map[string][]inline.Option{"default": nil, "calling goroutine": {inline.OnCallingGoroutine()}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reg := node.NewRegistry().MustRegister("wait", node.New(nil, func(ctx context.Context, _ node.Input) (node.Output, error) {
+				<-ctx.Done() // honours its context
+				return node.Output{}, ctx.Err()
+			}))
+			g := build(t, graph.New("waits").State("out", schema.String()).Node("wait", "wait").
+				Edge("e1", graph.Start, "wait").Edge("e2", "wait", graph.Finish).Output("out", "out"))
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			r, cps, err := inline.RunInline(ctx, g, nil, options(reg, append([]inline.Option{inline.WithMaxAttemptElapsed(time.Minute)}, mode...)...)...)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized}, types(cps), "nothing is committed for the abandoned superstep")
+			assert.Equal(t, run.StatusRunning, r.Status)
+		})
 	}
 }
 

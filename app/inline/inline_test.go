@@ -77,6 +77,7 @@ func TestInvalidOptionsAreRejectedBeforeAnythingRuns(t *testing.T) {
 		"nil clock":               inline.WithClock(nil),
 		"nil sleeper":             inline.WithSleeper(nil),
 		"nil id generator":        inline.WithIDGenerator(nil),
+		"nil option":              nil,
 	} {
 		_, cps, err := inline.RunInline(context.Background(), g, map[string]any{"value": "x"}, opt)
 		assert.ErrorIs(t, err, inline.ErrInvalidOption, name)

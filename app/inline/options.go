@@ -37,8 +37,10 @@ type config struct {
 // module node is unknown and the graph does not compile.
 func WithRegistry(r *node.Registry) Option { return func(c *config) { c.registry = r } }
 
-// WithClock replaces time.Now. The runner reads it once per transition and
-// uses UTC truncated to the microsecond.
+// WithClock replaces time.Now. The runner reads it when it plans a
+// transition and again when it settles an executed superstep (timestamps
+// and retry deadlines count from the end of execution), and uses UTC
+// truncated to the microsecond.
 func WithClock(clock func() time.Time) Option { return func(c *config) { c.clock = clock } }
 
 // WithSleeper replaces real waiting. It is called with the time to wait for
@@ -109,7 +111,10 @@ func setConfig(c *config, opts []Option) error {
 		newID:             randomID,
 		maxAttemptElapsed: executor.DefaultMaxAttemptElapsed,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
 		opt(c)
 	}
 	if c.registry == nil {

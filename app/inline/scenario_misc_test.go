@@ -286,7 +286,7 @@ func scenariosReducersTimeoutsResume(t *testing.T, newKit func(*testing.T) *kit)
 		k := newKit(t)
 		var schemaCalls atomic.Int32
 		counted := countingNode{calls: &schemaCalls}
-		reg := node.NewRegistry().MustRegister("test.counted", counted).MustRegister(refEcho, node.Func(nil))
+		reg := node.NewRegistry().MustRegister("test.counted", counted).MustRegister(refEcho, node.Func(func(context.Context, map[string]any) (map[string]any, error) { return nil, nil }))
 		g := build(t, graph.New("counted").
 			Node("a", "test.counted").Node("b", "test.counted").Node("c", refEcho).
 			Edge("s_a", graph.Start, "a").Edge("s_b", graph.Start, "b").Edge("s_c", graph.Start, "c"))

@@ -2,6 +2,7 @@ package inline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -248,9 +249,13 @@ func (v *drive) expire() {
 		return
 	}
 	if a.Abandon(context.DeadlineExceeded) {
-		v.current, v.cause = nil, context.DeadlineExceeded
+		v.current, v.cause = nil, errAttemptExpired
 	}
 }
+
+// errAttemptExpired marks an attempt abandoned at its own deadline, which
+// a caller's context ending with DeadlineExceeded must not pass for.
+var errAttemptExpired = errors.New("inline: the attempt's deadline passed")
 
 // callHere calls a direct attempt on the calling goroutine under the
 // expiry timer, which execute armed for it (OnCallingGoroutine). An attempt abandoned while its node
@@ -266,7 +271,7 @@ func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
 	switch {
 	case owned:
 		v.one[0] = result
-	case cause == context.DeadlineExceeded:
+	case cause == errAttemptExpired:
 		v.one[0] = executor.Timeout()
 	default:
 		return nil, cause

@@ -30,6 +30,9 @@ func New(configSchema *schema.Schema, call CallFunc) Node {
 // Func returns a Node that accepts any config and writes the update fn
 // returns. It is the shortest way to write a node.
 func Func(fn func(ctx context.Context, state map[string]any) (map[string]any, error)) Node {
+	if fn == nil {
+		return funcNode{} // refused by Register
+	}
 	return New(nil, func(ctx context.Context, in Input) (Output, error) {
 		update, err := fn(ctx, in.State)
 		if err != nil {
@@ -44,6 +47,9 @@ func Func(fn func(ctx context.Context, state map[string]any) (map[string]any, er
 // fn runs. A config that does not decode is a permanent failure: retrying
 // cannot fix it.
 func Typed[C any](configSchema *schema.Schema, fn func(ctx context.Context, state map[string]any, cfg C) (map[string]any, error)) Node {
+	if fn == nil {
+		return funcNode{} // refused by Register
+	}
 	return TypedCall(configSchema, func(ctx context.Context, in Input, cfg C) (Output, error) {
 		update, err := fn(ctx, in.State, cfg)
 		if err != nil {
@@ -55,6 +61,9 @@ func Typed[C any](configSchema *schema.Schema, fn func(ctx context.Context, stat
 
 // TypedCall is Typed for nodes that need the whole Input or interrupt.
 func TypedCall[C any](configSchema *schema.Schema, fn func(ctx context.Context, in Input, cfg C) (Output, error)) Node {
+	if fn == nil {
+		return funcNode{} // refused by Register
+	}
 	return New(configSchema, func(ctx context.Context, in Input) (Output, error) {
 		cfg, err := DecodeConfig[C](in.Config)
 		if err != nil {

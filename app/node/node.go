@@ -96,7 +96,9 @@ type Output struct {
 
 // Update returns an Output writing the given fields. Values may be any Go
 // values that normalize to portable values (ints, []string, nested maps…);
-// nil writes nothing.
+// nil writes nothing. The runtime takes fields and everything in it as
+// they are, without a copy: once the node has returned, it must not keep
+// or change them (build a new map and new lists for every attempt).
 func Update(fields map[string]any) Output {
 	if fields == nil {
 		fields = map[string]any{}

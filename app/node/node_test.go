@@ -32,6 +32,9 @@ func TestRegistryRejectsBadAndDuplicateRefs(t *testing.T) {
 		{"an empty ref", "", echo(), node.ErrInvalidRef},
 		{"a ref starting with $", "$start", echo(), node.ErrInvalidRef},
 		{"a nil node", "app.nil", nil, node.ErrInvalidRef},
+		{"a nil pointer node", "app.nil.pointer", (*pointerNode)(nil), node.ErrInvalidRef},
+		{"a function node without a function", "app.nil.func", node.Func(nil), node.ErrInvalidRef},
+		{"a call node without a call", "app.nil.call", node.New(nil, nil), node.ErrInvalidRef},
 		{"a ref registered twice", "app.echo", echo(), node.ErrDuplicateRef},
 	}
 	for _, tc := range cases {
@@ -49,7 +52,7 @@ func TestRegistryAnswersConfigSchemasForRegisteredRefsOnly(t *testing.T) {
 	t.Parallel()
 	configSchema := schema.Object(map[string]*schema.Schema{"to": schema.String().AsRequired()})
 	var reg node.Registry // the zero value is usable
-	require.NoError(t, reg.Register("app.copy", node.New(configSchema, nil)))
+	require.NoError(t, reg.Register("app.copy", node.New(configSchema, func(context.Context, node.Input) (node.Output, error) { return node.Output{}, nil })))
 	require.NoError(t, reg.Register("app.any", echo()))
 
 	got, ok := reg.ConfigSchema("app.copy")
@@ -179,4 +182,13 @@ func TestTypedCallCanInterrupt(t *testing.T) {
 	req, ok := out.AsInterrupt()
 	require.True(t, ok)
 	assert.Equal(t, "answer", req.ResumeChannel)
+}
+
+// pointerNode is a node implemented on a pointer receiver.
+type pointerNode struct{ field string }
+
+func (n *pointerNode) ConfigSchema() *schema.Schema { return nil }
+
+func (n *pointerNode) Call(context.Context, node.Input) (node.Output, error) {
+	return node.Update(map[string]any{n.field: "v"}), nil
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ func (r *Registry) Register(ref string, n Node) error {
 		return fmt.Errorf("%w: empty", ErrInvalidRef)
 	case strings.HasPrefix(ref, "$"):
 		return fmt.Errorf("%w: %q starts with \"$\"", ErrInvalidRef, ref)
-	case n == nil:
+	case isNil(n):
 		return fmt.Errorf("%w: %q has a nil node", ErrInvalidRef, ref)
 	}
 	r.mu.Lock()
@@ -88,4 +89,21 @@ func (r *Registry) Refs() []string {
 	}
 	slices.Sort(refs)
 	return refs
+}
+
+// isNil reports whether n is no node at all: nil, a nil pointer (or
+// other nil reference) in a Node, or a function node without a function.
+// Any of them would fail every attempt with a nil dereference.
+func isNil(n Node) bool {
+	if n == nil {
+		return true
+	}
+	if f, ok := n.(funcNode); ok {
+		return f.call == nil
+	}
+	switch v := reflect.ValueOf(n); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
