@@ -485,3 +485,61 @@ func checkPruneCutoffInsideMicrosecond(h *harness) {
 	_, err = h.b.FetchEvent(h.ctx, owner, s.ID, 1)
 	h.errIs(err, ports.ErrNotFound, "event 1 inserted at +1s after PruneEvents(Before = +1s+500ns)")
 }
+
+func checkPruneGraphVersions(h *harness) {
+	a, b := ports.Tenant(h.id("a")), ports.Tenant(h.id("b"))
+	version := func(owner ports.OwnerScope, description string, published time.Time) ports.GraphRef {
+		h.Helper()
+		c, err := compileFixture(description)
+		h.must(err, "compiling version %q", description)
+		h.clock.Set(published)
+		_, err = h.b.SaveGraph(h.ctx, owner, ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+		h.must(err, "SaveGraph(%s, %q)", owner, description)
+		return ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash}
+	}
+	main := h.graphs().main
+	referenced := ports.GraphRef{GraphID: main.Effective.ID, Hash: main.Hash}
+	h.clock.Set(t0)
+	h.insert(a) // publishes the fixture version in a, and a run of a references it
+	old := version(a, "old", at(time.Minute))
+	older := version(a, "older", at(2*time.Minute))
+	newest := version(a, "newest", at(3*time.Minute))
+	// In b the fixture version is referenced by no run of b (a's run does
+	// not count) and is not b's newest.
+	bOld := version(b, "conformance fixture", at(4*time.Minute))
+	bNewest := version(b, "b newest", at(5*time.Minute))
+	if bOld != referenced {
+		h.Fatalf("fixture: b's old version %v is not the version a's run references %v", bOld, referenced)
+	}
+
+	n, err := h.b.PruneGraphVersions(h.ctx, ports.PruneGraphsParams{Keep: 1, BatchSize: 1})
+	h.must(err, "PruneGraphVersions(batch 1)")
+	eq(h, n, 1, "versions pruned by a batch of 1")
+	_, err = h.b.FetchGraph(h.ctx, a, old)
+	h.errIs(err, ports.ErrNotFound, "the oldest unreferenced version goes first")
+	_, err = h.b.FetchGraph(h.ctx, a, older)
+	h.must(err, "the next one waits for the next batch")
+
+	n, err = h.b.PruneGraphVersions(h.ctx, ports.PruneGraphsParams{Keep: 1, BatchSize: 100})
+	h.must(err, "PruneGraphVersions")
+	eq(h, n, 2, "versions pruned: a's other old one and b's old one")
+	_, err = h.b.FetchGraph(h.ctx, a, older)
+	h.errIs(err, ports.ErrNotFound, "a's second unreferenced old version")
+	_, err = h.b.FetchGraph(h.ctx, b, bOld)
+	h.errIs(err, ports.ErrNotFound, "b's old version, whose (id, hash) only a's run references")
+	for _, kept := range []struct {
+		owner ports.OwnerScope
+		ref   ports.GraphRef
+		what  string
+	}{{a, referenced, "a version a run of its owner references"}, {a, newest, "a's newest"}, {b, bNewest, "b's newest"}} {
+		_, err := h.b.FetchGraph(h.ctx, kept.owner, kept.ref)
+		h.must(err, "%s must survive pruning", kept.what)
+	}
+	n, err = h.b.PruneGraphVersions(h.ctx, ports.PruneGraphsParams{Keep: 1, BatchSize: 100})
+	h.must(err, "PruneGraphVersions again")
+	eq(h, n, 0, "nothing is left to prune")
+	for _, p := range []ports.PruneGraphsParams{{Keep: 0, BatchSize: 10}, {Keep: 1}} {
+		_, err := h.b.PruneGraphVersions(h.ctx, p)
+		h.errIs(err, ports.ErrInvalidArgument, "PruneGraphVersions(%+v)", p)
+	}
+}

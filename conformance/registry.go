@@ -367,6 +367,9 @@ var registry = []Invariant{
 	{ID: "PRUNE-003", Area: AreaPrune, Behaviour: "sub_microsecond_cutoff_stays_strict", Spec: nil,
 		Summary: "a cutoff inside a microsecond still prunes the rows stamped strictly before it",
 		Source:  "ports.PruneParams: Before is a strict cutoff", check: checkPruneCutoffInsideMicrosecond},
+	{ID: "PRUNE-004", Area: AreaPrune, Behaviour: "graph_prune_keeps_the_newest_and_referenced_versions", Spec: nil,
+		Summary: "PruneGraphVersions deletes, oldest first and a batch at a time, versions beyond the newest Keep of their owner's graph that no run of that owner references",
+		Source:  "spec §13 step 5, ports.GraphStore", check: checkPruneGraphVersions},
 
 	// OPS: operational state.
 	{ID: "OPS-001", Area: AreaOps, Behaviour: "operational_writes_never_touch_the_document", Spec: []int{17},
