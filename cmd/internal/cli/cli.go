@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,25 @@ func Main(ctx context.Context, args []string, stdio IO, opts Options) (code int)
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		err = &exitError{code: ExitInterrupted, kind: "interrupted", err: errors.New("interrupted")}
 	}
+	// A usage error can come before the flags (or their variables) were
+	// bound: JSON was still asked for if the command line or DOCKET_JSON
+	// says so.
+	a.json = a.json || wantsJSON(args, opts.Getenv(envName("json")))
 	return a.report(err)
+}
+
+// wantsJSON reads --json from raw arguments and its variable's value.
+func wantsJSON(args []string, env string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(arg, "--json"); ok && (v == "" || v == "=true" || v == "=1") {
+			return true
+		}
+	}
+	on, err := strconv.ParseBool(env)
+	return err == nil && on
 }
 
 func isTerminal(w io.Writer) bool {

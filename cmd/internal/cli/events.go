@@ -122,15 +122,25 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 	defer cleanup()
 	c := a.client(rt)
 	cursor := after
-	defer func() { a.printCursor(strconv.FormatInt(cursor, 10), runID+" ") }()
+	finished := false // the run was seen finished before the last read
+	printCursor := false
+	defer func() {
+		// Only a tail that ran prints where to resume; a failed one prints
+		// its error alone.
+		if printCursor {
+			a.printCursor(strconv.FormatInt(cursor, 10), runID+" ")
+		}
+	}()
 	for {
 		page, err := c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: cursor, Limit: ports.MaxPageLimit})
 		if stopped(ctx, err) {
+			printCursor = true
 			return nil
 		}
 		if err != nil {
 			return about("run", runID, err)
 		}
+		printCursor = true
 		for _, e := range page.Events {
 			if err := a.printEvent(e, strconv.FormatInt(e.Seq, 10)); err != nil {
 				return err
@@ -150,10 +160,18 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 		if err != nil {
 			return about("run", runID, err)
 		}
-		// A finished run's last event is already printed when the cursor
-		// reached its event counter.
-		if r.Status.Terminal() && cursor >= r.EventSeq {
-			return nil
+		// A finished run's last event is printed once the cursor reached
+		// its event counter; or, when pruning took its last events, once
+		// a read after it was seen finished printed nothing more.
+		if r.Status.Terminal() {
+			if cursor >= r.EventSeq {
+				return nil
+			}
+			if finished {
+				return nil
+			}
+			finished = true
+			continue
 		}
 		if !sleep(ctx, interval) {
 			return nil

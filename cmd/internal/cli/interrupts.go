@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -98,8 +99,11 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		}
 		for _, s := range page.Runs {
 			r, err := c.FetchRun(ctx, s.RunID)
-			if err != nil {
+			if errors.Is(err, ports.ErrNotFound) {
 				continue // finished and pruned since the listing
+			}
+			if err != nil {
+				return about("run", s.RunID, err)
 			}
 			runs = append(runs, r)
 		}

@@ -71,9 +71,13 @@ func (a *app) pruneCommand() *cobra.Command {
 			"updated before --run-retention, and graph versions beyond the newest --keep-graph-versions\n" +
 			"of each graph that no run references. It runs bounded passes (--batch-size rows of each\n" +
 			"kind) until one deletes nothing. Running and waiting runs are never deleted. Retention is\n" +
-			"a deliberate loss: both retentions are required.",
+			"a deliberate loss: both retentions are required. It prunes the whole schema, every\n" +
+			"tenant's rows alike, so it takes no --tenant.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.tenant != "" {
+				return usagef("prune covers the whole schema, every tenant alike; run it without --tenant")
+			}
 			if !events.set || !runs.set {
 				return usagef("--event-retention and --run-retention are required (for example 7d and 30d)")
 			}

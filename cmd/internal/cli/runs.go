@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -450,9 +451,16 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 		return err
 	}
 	if await > 0 {
-		if r, err = c.AwaitRun(ctx, r.ID, await); err != nil {
+		done, err := c.AwaitRun(ctx, r.ID, await)
+		if err != nil {
+			// The run exists whatever ended the wait: say which it is, so
+			// a script can await it again rather than start another.
+			if perr := a.printStarted(r); perr != nil {
+				return perr
+			}
 			return err
 		}
+		r = done
 	}
 	if a.json {
 		return printJSON(a.io.Out, toRunJSON(r, nil))
@@ -462,6 +470,15 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 		fmt.Fprintf(a.io.Out, "output: %s\n", compactJSON(r.Output))
 	}
 	return nil
+}
+
+// printStarted reports a started run whose wait ended without it.
+func (a *app) printStarted(r *run.Run) error {
+	if a.json {
+		return printJSON(a.io.Out, toRunJSON(r, nil))
+	}
+	_, err := fmt.Fprintf(a.io.Out, "run %s of %s@%s: started, not awaited to its end\n", r.ID, r.GraphID, short(r.GraphHash))
+	return err
 }
 
 // ---------------------------------------------------------------- await
@@ -531,21 +548,34 @@ func (a *app) runsCancelCommand() *cobra.Command {
 			}
 			defer cleanup()
 			c := a.client(rt)
+			// Every run is tried and reported; the first failure sets the
+			// exit code, so what was done before it is never hidden.
 			var results []signalJSON
+			var first error
 			for _, id := range args {
 				r, err := c.CancelRun(ctx, id)
 				if err != nil {
-					return fmt.Errorf("cancel run %q: %w", id, err)
+					err = fmt.Errorf("cancel: %w", about("run", id, err))
+					first = cmp.Or(first, err)
+					results = append(results, signalJSON{RunID: id, Result: "error", Reason: err.Error()})
+					continue
 				}
 				results = append(results, signalJSON{RunID: r.ID, Status: r.Status, Result: "cancelled"})
 			}
 			if a.json {
-				return printJSON(a.io.Out, results)
+				if err := printJSON(a.io.Out, results); err != nil {
+					return err
+				}
+				return first
 			}
 			for _, res := range results {
+				if res.Result == "error" {
+					fmt.Fprintf(a.io.Out, "run %s: not cancelled (%s)\n", res.RunID, res.Reason)
+					continue
+				}
 				fmt.Fprintf(a.io.Out, "run %s: %s\n", res.RunID, res.Status)
 			}
-			return nil
+			return first
 		},
 	}
 }
@@ -612,6 +642,13 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 	res := retryJSON{Runs: []signalJSON{}}
 	b := a.progress(len(ids), "checking runs")
 	defer b.finish()
+	// Every run is tried and reported; the first failure sets the exit
+	// code, so what was done before it is never hidden.
+	var first error
+	failed := func(id string, err error) {
+		first = cmp.Or(first, err)
+		res.Runs = append(res.Runs, signalJSON{RunID: id, Result: "error", Reason: err.Error()})
+	}
 	for _, id := range ids {
 		info, err := c.InspectRun(ctx, id)
 		b.add(1)
@@ -619,7 +656,8 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 		case all && errors.Is(err, ports.ErrNotFound):
 			continue // pruned or gone since the listing
 		case err != nil:
-			return about("run", id, err)
+			failed(id, about("run", id, err))
+			continue
 		}
 		res.Scanned++
 		if !info.Poisoned() {
@@ -630,13 +668,17 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 		}
 		r, err := c.RetryPoisonedRun(ctx, id)
 		if err != nil {
-			return fmt.Errorf("retry run %q: %w", id, err)
+			failed(id, fmt.Errorf("retry: %w", about("run", id, err)))
+			continue
 		}
 		res.Runs = append(res.Runs, signalJSON{RunID: id, Status: r.Status, Result: "retried", Reason: info.PoisonReason})
 	}
 	b.finish()
 	if a.json {
-		return printJSON(a.io.Out, res)
+		if err := printJSON(a.io.Out, res); err != nil {
+			return err
+		}
+		return first
 	}
 	retried := 0
 	for _, r := range res.Runs {
@@ -644,6 +686,8 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 		case "retried":
 			retried++
 			fmt.Fprintf(a.io.Out, "run %s: poison cleared (was %s), due now\n", r.RunID, r.Reason)
+		case "error":
+			fmt.Fprintf(a.io.Out, "run %s: not retried (%s)\n", r.RunID, r.Reason)
 		default:
 			fmt.Fprintf(a.io.Out, "run %s: not poisoned, left alone\n", r.RunID)
 		}
@@ -651,5 +695,5 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 	if all {
 		fmt.Fprintf(a.io.Out, "retried %d poisoned run(s) of %d checked\n", retried, res.Scanned)
 	}
-	return nil
+	return first
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,8 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	<-wait.Done()
 	a.say("docket worker: stopping (finishing running work)")
 	// The stop gets its own budget: the command's context is already done.
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Dispatcher.DrainTimeout+time.Second)
+	drain := cmp.Or(cfg.Dispatcher.DrainTimeout, engine.DefaultDrainTimeout) // 0 is the engine's default
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain+time.Second)
 	defer cancel()
 	if err := rt.Engine.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("stop the worker: %w", err)

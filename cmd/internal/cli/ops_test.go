@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/demo"
+)
+
+// The operational commands' behaviour at their edges: what they refuse,
+// what they report when part of their work fails, and when they end.
+
+func TestPruneTakesNoTenant(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	c.worker()
+	var other runJSON
+	c.okJSON(&other, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
+	require.Equal(t, "done", string(other.Status))
+
+	res := c.fails(ExitUsage, "prune", "--tenant", "acme", "--event-retention", "0s", "--run-retention", "0s")
+	assert.Contains(t, res.stderr, "every tenant alike")
+	c.ok("runs", "show", other.RunID) // nothing of another scope was pruned
+}
+
+func TestTailFollowOfAFinishedRunEndsWhenItsEventsWerePruned(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	c.worker()
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
+	require.Equal(t, "done", string(r.Status))
+	c.ok("prune", "--event-retention", "0s", "--run-retention", "90d")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res := c.runContext(ctx, "events", "tail", r.RunID, "--follow", "--interval", "20ms")
+	require.NoError(t, ctx.Err(), "tail --follow of a finished run never returned")
+	assert.Equal(t, ExitOK, res.code, res.stderr)
+}
+
+func TestTailOfAnUnknownRunIsOneErrorLine(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	res := c.fails(ExitNotFound, "events", "tail", "run_missing")
+	assert.NotContains(t, res.stderr, "resume with", "no cursor for a tail that never ran")
+}
+
+func TestStartAwaitEndedEarlyStillNamesTheRun(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t) // no worker: the run stays running
+	c.ok("graph", "publish", "--example")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // as Ctrl-C would
+	defer cancel()
+	res := c.runContext(ctx, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "30s", "--json")
+	require.Equal(t, ExitInterrupted, res.code)
+	var started runJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &started), "stdout: %q", res.stdout)
+	var list runPageJSON
+	c.okJSON(&list, "runs", "list")
+	require.Len(t, list.Runs, 1)
+	assert.Equal(t, list.Runs[0].RunID, started.RunID, "the started run is named, so it can be awaited again")
+}
+
+func TestCancelTriesEveryRunAndReportsEach(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var a, b runJSON
+	c.okJSON(&a, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	c.okJSON(&b, "runs", "start", demo.GraphID, "--input", `{"customer":"Bo","amount":10.0}`)
+	res := c.run("runs", "cancel", a.RunID, "run_missing", b.RunID, "--json")
+	assert.Equal(t, ExitNotFound, res.code, "the first failure sets the exit code")
+	var results []signalJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &results), "stdout: %q", res.stdout)
+	require.Len(t, results, 3)
+	assert.Equal(t, "cancelled", results[0].Result)
+	assert.Equal(t, "error", results[1].Result)
+	assert.Equal(t, "cancelled", results[2].Result, "the run after the failure is cancelled too")
+	for _, id := range []string{a.RunID, b.RunID} {
+		var shown runJSON
+		c.okJSON(&shown, "runs", "show", id)
+		assert.Equal(t, "cancelled", string(shown.Status))
+	}
+}
+
+func TestUsageErrorsAreJSONWhenAsked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"runs", "list", "--bogus", "--json"}},
+		{nil, []string{"runs", "list", "--limit", "abc", "--json"}},
+		{nil, []string{"frobnicate", "--json"}},
+		{map[string]string{"DOCKET_JSON": "true"}, []string{"runs", "show"}},
+		{map[string]string{"DOCKET_JSON": "true"}, []string{"runs", "list", "--bogus"}},
+	} {
+		res := newCLI(t, tc.env).run(tc.args...)
+		assert.Equal(t, ExitUsage, res.code, "%v %v", tc.env, tc.args)
+		var e map[string]any
+		assert.NoError(t, json.Unmarshal([]byte(res.stderr), &e), "%v %v: %q", tc.env, tc.args, res.stderr)
+	}
+}
