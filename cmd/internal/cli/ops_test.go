@@ -15,14 +15,22 @@ import (
 // The operational commands' behaviour at their edges: what they refuse,
 // what they report when part of their work fails, and when they end.
 
-func TestPruneTakesNoTenant(t *testing.T) {
-	t.Parallel()
+// finishedRun publishes the example graph on a fresh database and has a
+// worker drive one run of it to its end.
+func finishedRun(t *testing.T) (*cli, runJSON) {
+	t.Helper()
 	c, _, _ := onDatabase(t)
 	c.ok("graph", "publish", "--example")
 	c.worker()
-	var other runJSON
-	c.okJSON(&other, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
-	require.Equal(t, "done", string(other.Status))
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
+	require.Equal(t, "done", string(r.Status))
+	return c, r
+}
+
+func TestPruneTakesNoTenant(t *testing.T) {
+	t.Parallel()
+	c, other := finishedRun(t)
 
 	res := c.fails(ExitUsage, "prune", "--tenant", "acme", "--event-retention", "0s", "--run-retention", "0s")
 	assert.Contains(t, res.stderr, "every tenant alike")
@@ -31,12 +39,7 @@ func TestPruneTakesNoTenant(t *testing.T) {
 
 func TestTailFollowOfAFinishedRunEndsWhenItsEventsWerePruned(t *testing.T) {
 	t.Parallel()
-	c, _, _ := onDatabase(t)
-	c.ok("graph", "publish", "--example")
-	c.worker()
-	var r runJSON
-	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
-	require.Equal(t, "done", string(r.Status))
+	c, r := finishedRun(t)
 	c.ok("prune", "--event-retention", "0s", "--run-retention", "90d")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
