@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -248,6 +249,9 @@ func (c Config) resolve() (Config, error) {
 	negative("Dispatcher.PollInterval", d.PollInterval)
 	negative("Dispatcher.OrphanTTL", d.OrphanTTL)
 	negativeInt("Dispatcher.MaxClaimAttempts", d.MaxClaimAttempts)
+	if d.MaxClaimAttempts > math.MaxInt32 {
+		bad("Dispatcher.MaxClaimAttempts", fmt.Sprintf("must be at most %d", math.MaxInt32))
+	}
 	negative("Dispatcher.DrainTimeout", d.DrainTimeout)
 	negativeInt("Dispatcher.MaxFinishing", d.MaxFinishing)
 	if d.Concurrency > MaxConcurrency {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"await poll interval below a millisecond", func(c *engine.Config) { c.AwaitPollInterval = time.Nanosecond }, []string{"AwaitPollInterval"}},
 		{"concurrency beyond the bound", func(c *engine.Config) { c.Dispatcher.Concurrency = engine.MaxConcurrency + 1 }, []string{"Dispatcher.Concurrency"}},
 		{"negative max claim attempts", func(c *engine.Config) { c.Dispatcher.MaxClaimAttempts = -2 }, []string{"Dispatcher.MaxClaimAttempts"}},
+		{"max claim attempts beyond 32 bits", func(c *engine.Config) { c.Dispatcher.MaxClaimAttempts = math.MaxInt32 + 1 }, []string{"Dispatcher.MaxClaimAttempts"}},
 		{"negative drain timeout", func(c *engine.Config) { c.Dispatcher.DrainTimeout = -1 }, []string{"Dispatcher.DrainTimeout"}},
 		{"orphan TTL not above the drain budget", func(c *engine.Config) { c.Dispatcher.OrphanTTL = 3 * time.Second }, []string{"Dispatcher.OrphanTTL"}},
 		{"drain budget below the attempt maximum", func(c *engine.Config) { c.MaxAttemptElapsed = 5 * time.Second }, []string{"Vehicle.DrainBudget.MaxElapsed"}},

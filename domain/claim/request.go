@@ -3,6 +3,7 @@ package claim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -75,6 +76,11 @@ func (r Request) Validate() error {
 		return &InvalidError{Field: "OrphanTTL", Reason: "must not be negative"}
 	case r.MaxClaimAttempts < 1:
 		return &InvalidError{Field: "MaxClaimAttempts", Reason: "must be at least 1"}
+	// Stores bind both as 32-bit integers (the counters' columns).
+	case r.Limit > math.MaxInt32:
+		return &InvalidError{Field: "Limit", Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
+	case r.MaxClaimAttempts > math.MaxInt32:
+		return &InvalidError{Field: "MaxClaimAttempts", Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
 	case !r.Preference.Valid():
 		return &InvalidError{Field: "Preference", Reason: fmt.Sprintf("%q is not ready, expired or empty", string(r.Preference))}
 	}

@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ func TestRequestValidateNamesTheBadField(t *testing.T) {
 		{"zero limit is rejected", func(r *claim.Request) { r.Limit = 0 }, "Limit"},
 		{"negative ttl is rejected", func(r *claim.Request) { r.OrphanTTL = -time.Millisecond }, "OrphanTTL"},
 		{"zero max attempts is rejected", func(r *claim.Request) { r.MaxClaimAttempts = 0 }, "MaxClaimAttempts"},
+		{"max attempts beyond 32 bits are rejected", func(r *claim.Request) { r.MaxClaimAttempts = math.MaxInt32 + 1 }, "MaxClaimAttempts"},
+		{"a limit beyond 32 bits is rejected", func(r *claim.Request) { r.Limit = math.MaxInt32 + 1 }, "Limit"},
 		{"unknown preference is rejected", func(r *claim.Request) { r.Preference = "oldest" }, "Preference"},
 	}
 	for _, tt := range tests {
