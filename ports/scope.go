@@ -1,6 +1,10 @@
 package ports
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // scopeKind is unexported so the zero Scope is invalid: forgetting to pass
 // a scope is caught as ErrInvalidScope instead of widening a query.
@@ -37,10 +41,10 @@ func System() Scope { return Scope{kind: scopeSystem} }
 // Tenantless is the scope of rows that have no tenant.
 func Tenantless() Scope { return Scope{kind: scopeTenantless} }
 
-// Tenant is the scope of one tenant's rows. An empty id yields an invalid
-// scope.
+// Tenant is the scope of one tenant's rows. An empty id, or one that is
+// not TextID, yields an invalid scope.
 func Tenant(id string) Scope {
-	if id == "" {
+	if id == "" || !TextID(id) {
 		return Scope{}
 	}
 	return Scope{kind: scopeTenant, tenant: id}
@@ -114,4 +118,10 @@ func (s Scope) String() string {
 	default:
 		return "invalid"
 	}
+}
+
+// TextID reports whether id can name a row: UTF-8 text without NUL, as
+// PostgreSQL text holds it. Any other id names no row.
+func TextID(id string) bool {
+	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }

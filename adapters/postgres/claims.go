@@ -298,6 +298,9 @@ func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID s
 	if now.IsZero() {
 		return nil, invalidArg("now", "is required")
 	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
+	}
 	var result *run.Run
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.readRun(ctx, tx, s.stmt.lockRun, scope, runID)

@@ -324,6 +324,9 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
+	}
 	if mutation == nil {
 		return nil, invalidArg("mutation", "is nil")
 	}

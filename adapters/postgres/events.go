@@ -22,6 +22,9 @@ func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string,
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,6 +79,9 @@ func (s *Store) FetchEvent(ctx context.Context, scope ports.Scope, runID string,
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
+	}
 	if seq < 1 {
 		return nil, invalidArg("seq", "must be positive")
 	}
@@ -94,6 +100,9 @@ func (s *Store) FetchEvent(ctx context.Context, scope ports.Scope, runID string,
 func (s *Store) FetchLatestEvent(ctx context.Context, scope ports.Scope, runID string) (*run.Event, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
+	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
 	}
 	return s.readEvent(ctx, s.stmt.fetchLatestEvent, scope, runID)
 }

@@ -209,6 +209,9 @@ func (s *Store) FetchRun(ctx context.Context, scope ports.Scope, runID string) (
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
+	}
 	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
 	if err != nil {
 		return nil, err
@@ -242,6 +245,9 @@ func (s *Store) readRun(ctx context.Context, q querier, sql string, scope ports.
 func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
+	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
 	}
 	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
 	if err != nil {

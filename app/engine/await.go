@@ -33,22 +33,23 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 	}
 	deadline := time.Now().Add(timeout)
 	seen := int64(-1)
+	var seenStart time.Time // the StartedAt of the run last read
 	for {
 		// Subscribe before reading, so a commit between the read and the
 		// wait still wakes us.
 		committed := c.e.commits.wait()
 		read := true
 		if seen < 0 && time.Until(deadline) > 0 {
-			if inserted, ok := c.e.started.since(owner, runID, time.Now(), c.e.cfg.AwaitPollInterval); ok {
+			if inserted, start, ok := c.e.started.since(owner, runID, time.Now(), c.e.cfg.AwaitPollInterval); ok {
 				// This engine inserted the run moments ago: the insertion
 				// stands in for the first read.
-				seen, read = inserted, false
+				seen, seenStart, read = inserted, start, false
 			}
 		}
 		if seen >= 0 {
 			// A commit of this engine that rested the run since the
 			// last read carries the committed run: no need to read it.
-			if r := c.e.rested.newer(owner, runID, seen); r != nil {
+			if r := c.e.rested.newer(owner, runID, seen, seenStart); r != nil {
 				return r, nil
 			}
 		}
@@ -65,7 +66,7 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 			case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
 				return info.Run, nil
 			}
-			seen = info.Run.CheckpointSeq
+			seen, seenStart = info.Run.CheckpointSeq, info.Run.StartedAt
 			if time.Until(deadline) <= 0 {
 				return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)
 			}

@@ -155,6 +155,8 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	switch {
 	case o.runID != "" && o.idempotencyKey != "":
 		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
+	case !ports.TextID(o.runID):
+		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL", ErrInvalidOptions)
 	case o.idempotencyKey != "":
 		runID = idempotentRunID(owner, o.idempotencyKey)
 	case runID == "":
@@ -176,7 +178,7 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	// before StartRun returns is never followed by a stale record; a
 	// rested entry can only be an earlier run under the same id.
 	c.e.rested.forget(owner, runID)
-	c.e.started.put(owner, runID, startedRun{seq: m.Run.CheckpointSeq, at: time.Now()})
+	c.e.started.put(owner, runID, startedRun{seq: m.Run.CheckpointSeq, startedAt: m.Run.StartedAt, at: time.Now()})
 	ictx, cancel := c.e.storeCall(tctx)
 	stored, err := c.e.backend.InsertRun(ictx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
 	cancel()

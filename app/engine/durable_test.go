@@ -479,3 +479,58 @@ func TestObserversSeeCommitsAndTheirFailuresChangeNothing(t *testing.T) {
 	tel.waitFact(t, ports.FactObserverFailure, map[string]string{"result": "exception"})
 	tel.waitFact(t, ports.FactObserverFailure, map[string]string{"result": "callback_error"})
 }
+
+// A run id can come back: once the pruner deleted a run, its idempotency
+// key starts a new run under the same id, here on another replica.
+func TestAwaitRunNeverReturnsAPrunedRunOfTheSameID(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		replicaA := manual(t, h, k)
+		replicaB := manual(t, h, k)
+		ref, err := replicaA.SaveGraph(ctx, build(t, minimalLinear()))
+		require.NoError(t, err)
+		old, err := replicaA.StartRun(ctx, ref, map[string]any{"value": "old"}, engine.WithIdempotencyKey("order-1"))
+		require.NoError(t, err)
+		_, err = replicaA.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		done, err := replicaA.AwaitRun(ctx, old.ID, 0)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusDone, done.Status)
+
+		h.clock.Advance(2 * time.Hour)
+		res, err := h.store.PruneRuns(ctx, ports.PruneParams{Before: h.clock.Now().Add(-time.Hour), BatchSize: 100})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Runs)
+		fresh, err := replicaB.StartRun(ctx, ref, map[string]any{"value": "new"}, engine.WithIdempotencyKey("order-1"))
+		require.NoError(t, err)
+		require.Equal(t, old.ID, fresh.ID)
+
+		_, err = replicaA.AwaitRun(ctx, fresh.ID, 300*time.Millisecond) // nobody drives it
+		assert.ErrorIs(t, err, engine.ErrAwaitTimeout, "not the pruned run this replica once committed")
+	})
+}
+
+// Ids a store cannot hold name no run: a typed error, never a raw one.
+func TestRunIDsThatAreNotTextAreTypedErrors(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit())
+		ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+		require.NoError(t, err)
+		for _, id := range []string{"run_\xff", "run_\x00"} {
+			_, err = e.FetchRun(ctx, id)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			_, err = e.AwaitRun(ctx, id, 0)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			_, err = e.CancelRun(ctx, id)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			_, err = e.ListEvents(ctx, id, ports.ListEventsParams{})
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			_, err = e.StartRun(ctx, ref, map[string]any{"value": "v"}, engine.WithRunID(id))
+			assert.ErrorIs(t, err, engine.ErrInvalidOptions, "%q", id)
+		}
+	})
+}

@@ -165,6 +165,8 @@ func (e *Engine) Tenant(id string) *Client {
 		return &Client{e: e, err: errors.New("tenants are not enabled (TenantMode is none)")}
 	case id == "":
 		return &Client{e: e, err: errors.New("the tenant id is empty")}
+	case !ports.TextID(id):
+		return &Client{e: e, err: errors.New("the tenant id is not UTF-8 text without NUL")}
 	}
 	return &Client{e: e, scope: ports.Tenant(id)}
 }

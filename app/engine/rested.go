@@ -74,10 +74,13 @@ type restedRuns struct{ recentRuns[*run.Run] }
 // domain builds every next run anew); newer hands out copies.
 func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) { c.recentRuns.put(owner, r.ID, r) }
 
-// newer returns a copy of the run rested after checkpoint seq, if any.
-func (c *restedRuns) newer(owner ports.OwnerScope, runID string, seq int64) *run.Run {
+// newer returns a copy of the run rested after checkpoint seq, if any. A
+// run id can name a later run once the pruner deleted the first (an
+// idempotency key reused, on another engine): only a run started at
+// startedAt, the one last read, counts.
+func (c *restedRuns) newer(owner ports.OwnerScope, runID string, seq int64, startedAt time.Time) *run.Run {
 	r, _ := c.get(owner, runID)
-	if r == nil || r.CheckpointSeq <= seq {
+	if r == nil || r.CheckpointSeq <= seq || !r.StartedAt.Equal(startedAt) {
 		return nil
 	}
 	return r.Clone()
@@ -85,8 +88,9 @@ func (c *restedRuns) newer(owner ports.OwnerScope, runID string, seq int64) *run
 
 // startedRun is what this engine inserted for a run, and when.
 type startedRun struct {
-	seq int64
-	at  time.Time
+	seq       int64
+	startedAt time.Time // the run's own
+	at        time.Time // the insertion's, by the wall clock
 }
 
 // startedRuns remembers the runs this engine inserted and has committed
@@ -97,14 +101,14 @@ type startedRun struct {
 // read comes no later than it would after a read.
 type startedRuns struct{ recentRuns[startedRun] }
 
-// since returns the checkpoint seq this engine inserted runID at, if it
-// did so within window of now.
-func (c *startedRuns) since(owner ports.OwnerScope, runID string, now time.Time, window time.Duration) (int64, bool) {
+// since returns the checkpoint seq this engine inserted runID at, and the
+// run's start, if it did so within window of now.
+func (c *startedRuns) since(owner ports.OwnerScope, runID string, now time.Time, window time.Duration) (int64, time.Time, bool) {
 	s, ok := c.get(owner, runID)
 	if !ok || now.Sub(s.at) >= window {
-		return 0, false
+		return 0, time.Time{}, false
 	}
-	return s.seq, true
+	return s.seq, s.startedAt, true
 }
 
 // committed forgets runID when this engine commits it past the insertion.
