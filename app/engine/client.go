@@ -123,7 +123,9 @@ func WithRunID(id string) StartOption { return func(o *startOptions) { o.runID =
 // starting another. Reusing a key with different parameters is
 // ErrIdempotencyKeyReused. The key lives as long as its run: once the
 // pruner deletes the run, the key is free again. It cannot be combined
-// with WithRunID.
+// with WithRunID. The derived id is predictable: a caller that may choose
+// run ids itself (WithRunID) in another scope could take it first, so
+// where tenants are not trusted, do not let them choose run ids.
 func WithIdempotencyKey(key string) StartOption {
 	return func(o *startOptions) { o.idempotencyKey = key }
 }

@@ -16,10 +16,16 @@ var (
 	// ErrNotFound: the run, graph version, event or interrupt does not
 	// exist or belongs to another tenant (indistinguishable by design).
 	ErrNotFound = ports.ErrNotFound
-	// ErrConflict: StartRun with an explicit run id that already exists.
+	// ErrConflict: StartRun with an explicit run id that already exists,
+	// in any scope: run ids are unique across the store, so a tenant can
+	// tell that an id it chose is taken (let the engine generate ids where
+	// tenants must not learn of each other's runs).
 	ErrConflict = ports.ErrConflict
 	// ErrInactiveRun: the run is terminal, so the signal does not apply.
 	ErrInactiveRun = ports.ErrInactiveRun
+	// ErrInvalidArgument: a list or read parameter out of range (a page
+	// limit, an unknown status filter), as the store reports it.
+	ErrInvalidArgument = ports.ErrInvalidArgument
 )
 
 // Facade errors.
