@@ -112,3 +112,9 @@ func TestUsageErrorsAreJSONWhenAsked(t *testing.T) {
 		assert.NoError(t, json.Unmarshal([]byte(res.stderr), &e), "%v %v: %q", tc.env, tc.args, res.stderr)
 	}
 }
+
+func TestStdinFeedsOneFlagOnly(t *testing.T) {
+	t.Parallel()
+	res := newCLI(t, nil).fails(ExitUsage, "runs", "start", demo.GraphID, "--input", "-", "--metadata", "-")
+	assert.Contains(t, res.stderr, "cannot both read stdin")
+}
