@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/docketgo/docket/domain/graph"
@@ -125,6 +126,7 @@ func TestPublishedSchemaRejectsWhatTheCodecRejects(t *testing.T) {
 // means an int64 (Docket keeps integers and floats distinct).
 type jsonSchemaValidator struct {
 	root     map[string]any
+	mu       sync.Mutex // parallel subtests share a validator
 	patterns map[string]*regexp.Regexp
 }
 
@@ -242,11 +244,13 @@ func (v *jsonSchemaValidator) keyword(sm map[string]any, kw string, inst any, at
 		}
 	case "pattern":
 		if str, ok := inst.(string); ok {
+			v.mu.Lock()
 			re, ok := v.patterns[arg.(string)]
 			if !ok {
 				re = regexp.MustCompile(arg.(string))
 				v.patterns[arg.(string)] = re
 			}
+			v.mu.Unlock()
 			if !re.MatchString(str) {
 				return fmt.Errorf("%s: %q does not match %s", at, str, arg)
 			}
