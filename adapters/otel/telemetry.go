@@ -195,16 +195,23 @@ func valueOf(def *metricDef, m ports.Measurements) (float64, bool) {
 }
 
 // StartSpan starts the span "docket.<operation>" as a child of any span in
-// ctx. Allow-listed labels become span attributes; ending the span records
-// the operation's catalog metrics.
+// ctx, except a dispatcher poll and a vehicle, which begin traces of their
+// own (linked to a span in ctx, such as the one around an engine's Start).
+// Allow-listed labels become span attributes; ending the span records the
+// operation's catalog metrics.
 func (t *Telemetry) StartSpan(ctx context.Context, operation string, labels ...ports.Label) (context.Context, ports.Span) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	name := canonicalName(operation)
-	ctx, s := t.tracer.Start(ctx, canonicalPrefix+name,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(spanAttributes(labels)...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(spanAttributes(labels)...)}
+	if rootOperations[name] {
+		if parent := trace.SpanContextFromContext(ctx); parent.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: parent}))
+		}
+		opts = append(opts, trace.WithNewRoot())
+	}
+	ctx, s := t.tracer.Start(ctx, canonicalPrefix+name, opts...)
 	return ctx, &span{
 		ctx:     ctx,
 		span:    s,
@@ -263,11 +270,20 @@ func (t *Telemetry) Emit(ctx context.Context, name string, m ports.Measurements,
 	if f := t.facts[name]; f != nil {
 		f.record(ctx, m, labels)
 	}
-	if s := trace.SpanFromContext(ctx); s.IsRecording() {
+	if s := trace.SpanFromContext(ctx); s.IsRecording() && !spanlessFacts[name] {
 		attrs := append(spanAttributes(labels), measurementAttributes(m)...)
 		s.AddEvent(canonicalPrefix+name, trace.WithAttributes(attrs...))
 	}
 }
+
+var (
+	// rootOperations begin a trace of their own: they run for the life of
+	// an engine's loop, not within the call that started it.
+	rootOperations = map[string]bool{ports.FactDispatcherPoll: true, ports.FactVehicle: true}
+	// spanlessFacts are recorded as metrics only, never as an event on
+	// whatever span the context carries.
+	spanlessFacts = map[string]bool{ports.FactDispatcherState: true}
+)
 
 // Committed counts a committed transition by checkpoint type and
 // disposition, records a retry's delay, and adds a

@@ -186,10 +186,17 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	cancel()
 	if err != nil {
 		c.e.started.forget(owner, runID)
-		span.End(resultOf(err), nil)
 		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
-			return c.sameStart(ctx, owner, runID, m, err)
+			// A repeat: no transition, and no error when it matches.
+			existing, err := c.sameStart(ctx, owner, runID, m, err)
+			if err == nil {
+				span.End(ports.ResultSkipped, nil)
+			} else {
+				span.End(resultOf(err), nil)
+			}
+			return existing, err
 		}
+		span.End(resultOf(err), nil)
 		return nil, err
 	}
 	c.e.afterCommit(tctx, owner, m)

@@ -287,3 +287,73 @@ func TestDurableRuntimeTelemetryReachesOpenTelemetry(t *testing.T) {
 		}
 	})
 }
+
+// An engine started under a span (one around a service's start-up, say)
+// keeps its loop's traces apart: each poll and each vehicle begins a
+// trace of its own, and capacity changes attach to no span.
+func TestPollsAndVehiclesAreTracesOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	sink := newOtelSink(t)
+	e, err := engine.New(engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry,
+		Dispatcher: fastDispatch(), Telemetry: sink.tel})
+	require.NoError(t, err)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(sink.spans))
+	startupCtx, startup := tp.Tracer("app").Start(context.Background(), "app.startup")
+	require.NoError(t, e.Start(startupCtx))
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	require.Equal(t, run.StatusDone, await(t, e.Client, r.ID).Status)
+	require.NoError(t, e.Stop(context.Background()))
+	startup.End()
+
+	for _, name := range []string{"docket.dispatcher.poll", "docket.vehicle"} {
+		spans := sink.named(name)
+		require.NotEmpty(t, spans, name)
+		for _, s := range spans {
+			assert.False(t, s.Parent.IsValid(), "%s begins a trace of its own", name)
+			require.Len(t, s.Links, 1, "%s links the span it was started under", name)
+			assert.Equal(t, startup.SpanContext().TraceID(), s.Links[0].SpanContext.TraceID())
+		}
+	}
+	for _, s := range sink.named("app.startup") {
+		for _, ev := range s.Events {
+			assert.NotEqual(t, "docket.dispatcher.state", ev.Name, "dispatcher.state attaches to no span")
+		}
+	}
+}
+
+func TestAnIdempotentRepeatIsNoErrorTransition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sink := newOtelSink(t)
+	e, err := engine.New(engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry, Telemetry: sink.tel})
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	first, err := e.StartRun(ctx, ref, map[string]any{"value": "x"}, engine.WithIdempotencyKey("order-1"))
+	require.NoError(t, err)
+	again, err := e.StartRun(ctx, ref, map[string]any{"value": "x"}, engine.WithIdempotencyKey("order-1"))
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID)
+
+	starts := sink.named("docket.lifecycle.transition")
+	require.Len(t, starts, 2)
+	assert.Equal(t, "ok", attrsOf(starts[0].Attributes)["docket.result"])
+	assert.Equal(t, "skipped", attrsOf(starts[1].Attributes)["docket.result"], "a repeat commits nothing and fails nothing")
+	assert.NotEqual(t, "Error", starts[1].Status.Code.String())
+}
+
+func TestGraphCacheLookupsHaveADuration(t *testing.T) {
+	t.Parallel()
+	sink := newOtelSink(t)
+	e := startEngine(t, engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry,
+		Dispatcher: fastDispatch(), Telemetry: sink.tel})
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	require.Equal(t, run.StatusDone, await(t, e.Client, r.ID).Status)
+	require.NoError(t, e.Stop(context.Background()))
+	rm := sink.metrics(t)
+	lookups, _ := dataPoints(rm, "docket.graph_cache.lookups")
+	require.NotEmpty(t, lookups, "the cache was consulted")
+	durations, _ := dataPoints(rm, "docket.graph_cache.fetch.duration")
+	assert.NotEmpty(t, durations)
+}

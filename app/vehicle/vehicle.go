@@ -430,8 +430,9 @@ func (d *drive) now() time.Time { return ports.Micros(d.cfg.Clock.Now()) }
 func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	key := graphcache.Key{Owner: d.lease.Owner, GraphID: d.lease.GraphID, Hash: d.lease.GraphHash}
 	if c := d.cfg.Cache; c != nil {
+		began := time.Now()
 		e, result := c.Get(key)
-		d.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1},
+		d.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1, "duration": float64(time.Since(began))},
 			ports.Label{Key: ports.LabelResult, Value: string(result)})
 		switch result {
 		case graphcache.Hit:
