@@ -308,3 +308,45 @@ func checkWakeAfterCommit(h *harness) {
 		l.expectQuiet("round %d: a release", i)
 	}
 }
+
+func checkWakeListeners(h *harness) {
+	n := h.b.Notifier()
+	if n == nil {
+		h.Fatalf("Features.WakeNotifications is set but the backend's Notifier() is nil")
+	}
+	var listeners []*wakeListener
+	var cancels []context.CancelFunc
+	for range 2 {
+		ctx, cancel := context.WithCancel(h.ctx)
+		h.Cleanup(cancel)
+		ch, err := n.Listen(ctx)
+		h.must(err, "Notifier.Listen")
+		listeners, cancels = append(listeners, &wakeListener{h: h, ch: ch}), append(cancels, cancel)
+	}
+	h.insert(ports.Tenantless(), runOpts{wakeAt: t0})
+	listeners[0].expectWake("the first of two listeners")
+	listeners[1].expectWake("the second of two listeners")
+	for i, l := range listeners {
+		cancels[i]()
+		if !l.closesWithin(h.features.WakeTimeout) {
+			h.Errorf("listener %d: its channel is still open %s after its context ended", i+1, h.features.WakeTimeout)
+		}
+	}
+}
+
+// closesWithin reports whether the channel closes within d, reading past
+// any announcement still buffered.
+func (l *wakeListener) closesWithin(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-l.ch:
+			if !ok {
+				return true
+			}
+		case <-timer.C:
+			return false
+		}
+	}
+}

@@ -352,6 +352,12 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"lost_race_reported_as_success",
 			func(b *base, _ *swapClock) ports.Backend { return reportsLostRaceAsSuccess{b} },
 			[]string{"FENCE-001", "FENCE-007"}},
+		{"listeners_never_close",
+			func(b *base, _ *swapClock) ports.Backend { return notifierWith{b, neverClosing{b.relay}} },
+			[]string{"WAKE-008"}},
+		{"only_the_newest_listener_hears",
+			func(b *base, _ *swapClock) ports.Backend { return notifierWith{b, &newestOnly{inner: b.relay}} },
+			[]string{"WAKE-008"}},
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
@@ -366,4 +372,67 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 			t.Logf("mutant %s fails %v", m.name, failed)
 		})
 	}
+}
+
+// notifierWith is a backend whose notifier is n.
+type notifierWith struct {
+	*base
+	n ports.Notifier
+}
+
+func (b notifierWith) Notifier() ports.Notifier { return b.n }
+
+// neverClosing forwards announcements but never closes its channels: a
+// dispatcher's Stop, waiting for its listener to end, would hang.
+type neverClosing struct{ inner ports.Notifier }
+
+func (n neverClosing) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	in, err := n.inner.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan ports.Wake, 1)
+	go func() {
+		for range in {
+			select {
+			case out <- ports.Wake{}:
+			default:
+			}
+		}
+	}()
+	return out, nil
+}
+
+// newestOnly delivers to the newest listener alone.
+type newestOnly struct {
+	inner ports.Notifier
+	mu    sync.Mutex
+	gen   int
+}
+
+func (n *newestOnly) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	in, err := n.inner.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.gen++
+	mine := n.gen
+	n.mu.Unlock()
+	out := make(chan ports.Wake, 1)
+	go func() {
+		defer close(out)
+		for range in {
+			n.mu.Lock()
+			newest := n.gen == mine
+			n.mu.Unlock()
+			if newest {
+				select {
+				case out <- ports.Wake{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
 }

@@ -342,6 +342,9 @@ var registry = []Invariant{
 	{ID: "WAKE-007", Area: AreaWake, Behaviour: "announcement_follows_commit", Spec: []int{55},
 		Summary: "when an announcement arrives the write that caused it is already visible",
 		Source:  "seed run store: exposed only after that transaction commits", Requires: FeatureWakeNotifications, check: checkWakeAfterCommit},
+	{ID: "WAKE-008", Area: AreaWake, Behaviour: "every_listener_hears_and_closes_with_its_context", Spec: nil,
+		Summary: "two listeners both hear one announcement, and each listener's channel closes once its context ends",
+		Source:  "ports.Notifier: the channel closes when ctx is done (a dispatcher's Stop waits for it)", Requires: FeatureWakeNotifications, check: checkWakeListeners},
 
 	// REDACT: claim tokens.
 	{ID: "REDACT-001", Area: AreaRedact, Behaviour: "token_absent_from_inspection", Spec: nil,
