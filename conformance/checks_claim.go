@@ -495,3 +495,23 @@ func checkAdmissionTransitions(h *harness) {
 		return t0
 	}, false)
 }
+
+func checkLeaseRunIsCommitted(h *harness) {
+	owner := ports.Tenantless()
+	expectCommitted := func(lease ports.Lease, what string) {
+		h.Helper()
+		if lease.Run == nil {
+			return // the holder reads the run itself
+		}
+		eq(h, lease.Run.CheckpointSeq, lease.CheckpointSeq, "%s: the lease's run is at the lease's seq", what)
+		h.sameRun(lease.Run, h.fetch(owner, lease.RunID), "%s: the run a lease carries", what)
+	}
+	r, lease := h.insertClaimed()
+	h.mustCommit(owner, immediateMoment(h, r, "yield"), lease.Token)
+	again := h.claimOne(at(time.Second), r.ID)
+	expectCommitted(again, "a claim after an immediate commit")
+	h.mustCommit(owner, continueMoment(h, h.fetch(owner, r.ID), "retained"), again.Token)
+	stolen := h.claimOne(at(time.Second+2*defaultTTL), r.ID)
+	eq(h, stolen.Class, claim.ClassExpired, "fixture: the second claim is a steal")
+	expectCommitted(stolen, "a steal after a retained commit")
+}

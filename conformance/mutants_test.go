@@ -352,6 +352,11 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"lost_race_reported_as_success",
 			func(b *base, _ *swapClock) ports.Backend { return reportsLostRaceAsSuccess{b} },
 			[]string{"FENCE-001", "FENCE-007"}},
+		{"lease_carries_the_inserted_run",
+			func(b *base, _ *swapClock) ports.Backend {
+				return &staleLeaseRun{base: b, first: map[string]*run.Run{}}
+			},
+			[]string{"CLAIM-015"}},
 		{"listeners_never_close",
 			func(b *base, _ *swapClock) ports.Backend { return notifierWith{b, neverClosing{b.relay}} },
 			[]string{"WAKE-008"}},
@@ -435,4 +440,36 @@ func (n *newestOnly) Listen(ctx context.Context) (<-chan ports.Wake, error) {
 		}
 	}()
 	return out, nil
+}
+
+// staleLeaseRun hands every lease the run as first inserted: a holder
+// starting from it would propose at a stale fence.
+type staleLeaseRun struct {
+	*base
+	mu    sync.Mutex
+	first map[string]*run.Run
+}
+
+func (m *staleLeaseRun) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
+	r, err := m.base.InsertRun(ctx, owner, p)
+	if err == nil {
+		m.mu.Lock()
+		m.first[r.ID] = r.Clone()
+		m.mu.Unlock()
+	}
+	return r, err
+}
+
+func (m *staleLeaseRun) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	batch, err := m.base.ClaimDue(ctx, r)
+	if err == nil {
+		m.mu.Lock()
+		for i := range batch.Leases {
+			if first, ok := m.first[batch.Leases[i].RunID]; ok {
+				batch.Leases[i].Run = first.Clone()
+			}
+		}
+		m.mu.Unlock()
+	}
+	return batch, err
 }

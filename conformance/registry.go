@@ -224,6 +224,9 @@ var registry = []Invariant{
 	{ID: "CLAIM-014", Area: AreaClaim, Behaviour: "legacy_ready_order_is_oldest_first", Spec: nil,
 		Summary: "the FIFO policy admits ready runs by wake time, ties by insertion order",
 		Source:  "spec §6.5", Excludes: FeatureTenantFairPolicy, check: checkLegacyOrder},
+	{ID: "CLAIM-015", Area: AreaClaim, Behaviour: "lease_run_is_the_committed_run", Spec: nil,
+		Summary: "a lease's run, when it carries one, is the run as last committed (at the lease's seq), after commits and after a steal",
+		Source:  "ports.Lease.Run: the holder starts from it without a read", check: checkLeaseRunIsCommitted},
 
 	// FAIR: tenant-fair admission (optional policy).
 	{ID: "FAIR-001", Area: AreaFair, Behaviour: "breadth_first_across_scopes", Spec: nil,
