@@ -110,7 +110,10 @@ func checkSchedulePairing(h *harness) {
 	}
 	for _, c := range cases {
 		_, err := h.commit(ports.Tenantless(), c.m, lease.Token)
-		h.errIs(err, ports.ErrInvalidCommit, "Commit with %s", c.name)
+		if h.errIs(err, ports.ErrInvalidCommit, "Commit with %s", c.name) {
+			var invalid *ports.InvalidCommitError
+			h.expect(errors.As(err, &invalid) && invalid.Reason != "", "Commit with %s: got %T, want a *ports.InvalidCommitError with its reason", c.name, err)
+		}
 		h.unchanged(before, "run after Commit with %s", c.name)
 		h.eventsAbsent(c.m, "Commit with %s", c.name)
 	}

@@ -43,9 +43,12 @@ func checkConflictingEvent(h *harness) {
 	m.Events = append([]run.Event{changed}, m.Events...)
 	_, err := h.commit(ports.Tenantless(), m, lease.Token)
 	if h.errIs(err, ports.ErrEventConflict, "Commit rewriting stored event 1") {
+		// The typed error names the seq: callers rely on it, not on text.
 		var conflict *ports.EventConflictError
 		if errors.As(err, &conflict) {
 			eq(h, conflict.Seq, int64(1), "EventConflictError seq")
+		} else {
+			h.Errorf("Commit rewriting stored event 1: got %T, want a *ports.EventConflictError", err)
 		}
 	}
 	h.unchanged(before, "run after the event conflict")
