@@ -249,9 +249,14 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     (docket_runs_scope_queued_ready_index,
 //     docket_runs_scope_admitted_ready_index); random order; at most limit
 //     scopes. A scope whose runs all sleep is never sampled.
-//   - Per-scope page (LATERAL, no locks): up to limit due admitted runs
-//     and up to limit due queued runs, each by (wake_at, id), ranked
-//     admitted first then (wake_at, id) into scope_rank, cut at limit.
+//   - Per-scope page (LATERAL, no locks): up to 2·limit due admitted
+//     runs and up to 2·limit due queued runs, each by (wake_at, id),
+//     ranked admitted first then (wake_at, id) into scope_rank, cut at
+//     2·limit. Twice the limit because a row another writer holds (a
+//     concurrent claim's, a signal's) is skipped only when the pool is
+//     locked, and the rows behind it must be there to take its place;
+//     unlocked, the first limit rows of the breadth-first order are the
+//     same as with pages of limit.
 //   - Breadth first: the pooled pages are re-read from docket_runs, the
 //     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
 //     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
@@ -301,7 +306,7 @@ paged AS MATERIALIZED (
                  AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
                  AND a.wake_at <= $1::timestamptz
                ORDER BY a.wake_at, a.id
-               LIMIT $2::integer)
+               LIMIT 2 * $2::integer)
               UNION ALL
               (SELECT q.id, q.wake_at, false AS admitted
                FROM {schema}.docket_runs AS q
@@ -311,9 +316,9 @@ paged AS MATERIALIZED (
                  AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
                  AND q.wake_at <= $1::timestamptz
                ORDER BY q.wake_at, q.id
-               LIMIT $2::integer)) AS u
+               LIMIT 2 * $2::integer)) AS u
         ORDER BY scope_rank
-        LIMIT $2::integer
+        LIMIT 2 * $2::integer
     ) AS page
 ),
 ready AS MATERIALIZED (
