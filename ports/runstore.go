@@ -29,9 +29,10 @@ type RunStore interface {
 	// InsertRun stores one initialized running run under its owner scope
 	// with an explicit first wake. The graph version (owner, GraphID,
 	// GraphHash) must exist in the owner scope, else ErrNotFound (checked
-	// first); a run id that exists in any scope is ErrConflict. The moment must be the
-	// run_initialized moment (status running, CheckpointSeq >= 1, valid
-	// durable shape, valid events), else ErrInvalidCommit. The run, its
+	// first); a run id that exists in any scope is ErrConflict. The
+	// moment must be the run_initialized moment (status running,
+	// CheckpointSeq >= 1, valid durable shape, valid events), else
+	// ErrInvalidCommit. The run, its
 	// schedule and its events are written atomically; a wake at or before
 	// the store clock is announced after the write is visible.
 	InsertRun(ctx context.Context, owner OwnerScope, p InsertRunParams) (*run.Run, error)
