@@ -118,3 +118,13 @@ func TestStdinFeedsOneFlagOnly(t *testing.T) {
 	res := newCLI(t, nil).fails(ExitUsage, "runs", "start", demo.GraphID, "--input", "-", "--metadata", "-")
 	assert.Contains(t, res.stderr, "cannot both read stdin")
 }
+
+func TestAWorkerStoppedWhileConnectingExitsCleanly(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // SIGTERM before the worker is up
+	res := c.runContext(ctx, "worker")
+	assert.Equal(t, ExitOK, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "stopped before it started")
+}

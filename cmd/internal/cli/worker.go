@@ -71,6 +71,12 @@ func (a *app) workerCommand() *cobra.Command {
 func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration) error {
 	rt, cleanup, err := a.openEngine(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Told to stop while still connecting (a deploy's SIGTERM):
+			// nothing was claimed, so this is a clean stop too.
+			a.say("docket worker: stopped before it started")
+			return nil
+		}
 		return err
 	}
 	defer cleanup()
