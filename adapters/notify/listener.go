@@ -189,7 +189,7 @@ func (l *Listener) handle(ctx context.Context, n *pgconn.Notification, out chan 
 func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 	delay := l.minBackoff
 	for attempt := 1; ; attempt++ {
-		timer := time.NewTimer(max(jitter(delay), l.minBackoff))
+		timer := time.NewTimer(min(jitter(delay), l.maxBackoff))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -213,14 +213,15 @@ func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 	}
 }
 
-// jitter spreads d over [d/2, d] so many listeners that lost one server
-// do not reconnect in lockstep (reconnect keeps it at MinBackoff or more).
+// jitter spreads d over [d, 1.5·d] so many listeners that lost one server
+// do not reconnect in lockstep, the first attempt included, and none
+// sooner than the backoff.
 func jitter(d time.Duration) time.Duration {
 	half := d / 2
 	if half <= 0 {
 		return d
 	}
-	return half + rand.N(half+1)
+	return d + rand.N(half+1)
 }
 
 func closeQuietly(conn *pgx.Conn) {

@@ -29,6 +29,16 @@ var ErrNotPortable = errors.New("value is not portable")
 type NotPortableError struct {
 	Path   string // dotted path to the offending value, "" for the root
 	Reason string
+
+	// segments are Path's keys and indexes, innermost first: a walk adds
+	// each level's as it returns from a refusal.
+	segments []segment
+}
+
+// segment is one step of a path: a map key, or a list index.
+type segment struct {
+	key   string
+	index int // -1 for a key
 }
 
 func (e *NotPortableError) Error() string {
@@ -205,9 +215,9 @@ func check(v any, depth int) error {
 func checkKey(k string) error {
 	switch {
 	case strings.HasPrefix(k, "$"):
-		return &NotPortableError{Path: k, Reason: "keys starting with \"$\" are reserved"}
+		return atKey(k, &NotPortableError{Reason: "keys starting with \"$\" are reserved"})
 	case !utf8.ValidString(k):
-		return &NotPortableError{Path: strings.ToValidUTF8(k, "\uFFFD"), Reason: "keys must be UTF-8 text"}
+		return atKey(strings.ToValidUTF8(k, "\uFFFD"), &NotPortableError{Reason: "keys must be UTF-8 text"})
 	}
 	return nil
 }
@@ -224,26 +234,33 @@ func tooDeep() error { return &NotPortableError{Reason: tooDeepReason} }
 
 // atIndex and atKey prefix a child's position to its error's path (but
 // for a value nested too deeply, whose path would be as deep).
-func atIndex(i int, err error) error {
+func atIndex(i int, err error) error { return within(segment{index: i}, err) }
+
+func atKey(k string, err error) error { return within(segment{key: k, index: -1}, err) }
+
+func within(s segment, err error) error {
 	if np, ok := err.(*NotPortableError); ok && np.Reason != tooDeepReason {
-		np.Path = "[" + strconv.Itoa(i) + "]" + dotted(np.Path)
+		np.segments = append(np.segments, s)
+		np.Path = renderPath(np.segments)
 	}
 	return err
 }
 
-func atKey(k string, err error) error {
-	if np, ok := err.(*NotPortableError); ok && np.Reason != tooDeepReason {
-		np.Path = k + dotted(np.Path)
+// renderPath writes segments (innermost first) outermost first: keys
+// joined by ".", indexes as "[i]" right after what they index.
+func renderPath(segments []segment) string {
+	var b strings.Builder
+	for i := len(segments) - 1; i >= 0; i-- {
+		switch s := segments[i]; {
+		case s.index >= 0:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case b.Len() == 0:
+			b.WriteString(s.key)
+		default:
+			b.WriteString("." + s.key)
+		}
 	}
-	return err
-}
-
-// dotted is a child path as it follows its parent's segment.
-func dotted(p string) string {
-	if p == "" || p[0] == '[' {
-		return p
-	}
-	return "." + p
+	return b.String()
 }
 
 // Equal is strict deep equality: int64(1) and float64(1) differ, lists

@@ -193,3 +193,23 @@ func BenchmarkAppendString(b *testing.B) {
 		buf = value.AppendString(buf[:0], text)
 	}
 }
+
+func TestNotPortablePathsKeepTheirSeparators(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{map[string]any{"a": map[string]any{"": nanValue()}}, "a."},
+		{map[string]any{"a": map[string]any{"[0]": nanValue()}}, "a.[0]"},
+		{map[string]any{"a": []any{map[string]any{"b": []any{int64(1), nanValue()}}}}, "a[0].b[1]"},
+		{[]any{map[string]any{"$x": int64(1)}}, "[0].$x"},
+	} {
+		_, normalizeErr := value.Normalize(tc.v)
+		for name, err := range map[string]error{"Check": value.Check(tc.v), "Normalize": normalizeErr} {
+			var np *value.NotPortableError
+			require.ErrorAs(t, err, &np, name)
+			assert.Equal(t, tc.want, np.Path, "%s of %v", name, tc.v)
+		}
+	}
+}

@@ -80,19 +80,30 @@ func Main(ctx context.Context, args []string, stdio IO, opts Options) (code int)
 	// A usage error can come before the flags (or their variables) were
 	// bound: JSON was still asked for if the command line or DOCKET_JSON
 	// says so.
-	a.json = a.json || wantsJSON(args, opts.Getenv(envName("json")))
+	a.json = wantsJSON(args, opts.Getenv(envName("json")))
 	return a.report(err)
 }
 
-// wantsJSON reads --json from raw arguments and its variable's value.
+// wantsJSON reads --json as the flag parser would from raw arguments (the
+// last one wins), else from its variable's value.
 func wantsJSON(args []string, env string) bool {
+	flag, set := false, false
 	for _, arg := range args {
 		if arg == "--" {
 			break
 		}
-		if v, ok := strings.CutPrefix(arg, "--json"); ok && (v == "" || v == "=true" || v == "=1") {
-			return true
+		switch v, ok := strings.CutPrefix(arg, "--json"); {
+		case !ok:
+		case v == "":
+			flag, set = true, true
+		case strings.HasPrefix(v, "="):
+			if on, err := strconv.ParseBool(v[1:]); err == nil {
+				flag, set = on, true
+			}
 		}
+	}
+	if set {
+		return flag
 	}
 	on, err := strconv.ParseBool(env)
 	return err == nil && on

@@ -128,3 +128,12 @@ func TestAWorkerStoppedWhileConnectingExitsCleanly(t *testing.T) {
 	assert.Equal(t, ExitOK, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "stopped before it started")
 }
+
+func TestAnExplicitJSONFlagBeatsItsVariableForErrorsToo(t *testing.T) {
+	t.Parallel()
+	res := newCLI(t, map[string]string{"DOCKET_JSON": "true"}).fails(ExitUsage, "prune", "--json=false")
+	assert.Equal(t, "docket: --event-retention and --run-retention are required (for example 7d and 30d)\n", res.stderr)
+	assert.True(t, wantsJSON([]string{"runs", "list", "--json=t"}, ""), "every spelling the flag parser takes")
+	assert.False(t, wantsJSON([]string{"runs", "list", "--json", "--json=false"}, "true"), "the last one wins")
+	assert.False(t, wantsJSON([]string{"runs", "--json-something"}, ""))
+}
