@@ -556,6 +556,10 @@ func (a *app) runsCancelCommand() *cobra.Command {
 			var results []signalJSON
 			var first error
 			for _, id := range args {
+				if ctx.Err() != nil {
+					first = cmp.Or(first, ctx.Err()) // Ctrl-C: report what was done
+					break
+				}
 				r, err := c.CancelRun(ctx, id)
 				if err != nil {
 					err = fmt.Errorf("cancel: %w", about("run", id, err))
@@ -653,6 +657,10 @@ func (a *app) runsRetry(ctx context.Context, ids []string, all bool, graphID str
 		res.Runs = append(res.Runs, signalJSON{RunID: id, Result: "error", Reason: err.Error()})
 	}
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			first = cmp.Or(first, ctx.Err()) // Ctrl-C: report what was done
+			break
+		}
 		info, err := c.InspectRun(ctx, id)
 		b.add(1)
 		switch {
