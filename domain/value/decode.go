@@ -166,19 +166,8 @@ func (p *parser) object(depth int) any {
 			return nil
 		}
 		p.members = append(p.members, member{key: k, value: v})
-		p.space()
-		if p.i >= len(p.b) {
-			p.fail("unterminated object")
-			return nil
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if p.separator('}', "object") {
 			return p.build(p.members[base:])
-		default:
-			p.fail("want ',' or '}' in an object")
 		}
 	}
 	return nil
@@ -212,6 +201,27 @@ func (p *parser) build(members []member) any {
 	return m
 }
 
+// separator reads what follows a member or an element: ',' (more
+// follow) or closing, which ends the container (true). Anything else is
+// a failure, which the caller's loop sees in p.err.
+func (p *parser) separator(closing byte, container string) bool {
+	p.space()
+	if p.i >= len(p.b) {
+		p.fail("unterminated %s", container)
+		return false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+	case closing:
+		p.i++
+		return true
+	default:
+		p.fail("want ',' or '%c' in an %s", closing, container)
+	}
+	return false
+}
+
 func (p *parser) array(depth int) any {
 	p.i++ // [
 	list := []any{}
@@ -227,19 +237,8 @@ func (p *parser) array(depth int) any {
 			return nil
 		}
 		list = append(list, v)
-		p.space()
-		if p.i >= len(p.b) {
-			p.fail("unterminated array")
-			return nil
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if p.separator(']', "array") {
 			return list
-		default:
-			p.fail("want ',' or ']' in an array")
 		}
 	}
 	return nil
