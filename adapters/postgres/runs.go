@@ -206,17 +206,23 @@ func encodeDocumentPooled(r *run.Run) (document, error) {
 
 // FetchRun returns the last committed run (see ports.RunStore).
 func (s *Store) FetchRun(ctx context.Context, scope ports.Scope, runID string) (*run.Run, error) {
+	row, err := s.fetchRow(ctx, scope, runID)
+	if err != nil {
+		return nil, err
+	}
+	return row.decode()
+}
+
+// fetchRow reads the committed row of runID within scope; an id that is
+// not text names no run.
+func (s *Store) fetchRow(ctx context.Context, scope ports.Scope, runID string) (*runRow, error) {
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
 	if !ports.TextID(runID) {
 		return nil, runNotFound(runID)
 	}
-	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
-	if err != nil {
-		return nil, err
-	}
-	return row.decode()
+	return s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
 }
 
 // querier is what a read needs: the pool or a transaction.
@@ -243,13 +249,7 @@ func (s *Store) readRun(ctx context.Context, q querier, sql string, scope ports.
 // state (see ports.RunStore): the same prepared read as FetchRun, since
 // AwaitRun polls it (claim_token is never selected).
 func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
-	if err := scope.Validate(); err != nil {
-		return nil, err
-	}
-	if !ports.TextID(runID) {
-		return nil, runNotFound(runID)
-	}
-	row, err := s.readRun(ctx, s.pool, s.stmt.fetchRun, scope, runID)
+	row, err := s.fetchRow(ctx, scope, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -534,19 +534,9 @@ func (d *drive) abandon(ctx context.Context, reason string) Outcome {
 	now := d.now()
 	base := d.cfg.AbandonBackoff.Base
 	retryAt := now.Add(base + clampJitter(d.cfg.Jitter, base))
-	res, err := d.abandonClaim(ctx, claim.AbandonParams{
-		ExpectedSeq:      d.lease.CheckpointSeq,
-		Now:              now,
-		RetryAt:          retryAt,
-		MaxClaimAbandons: d.cfg.MaxClaimAbandons,
-	})
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return d.interrupted(err)
-	case err != nil:
-		return d.discard(ctx, StageAbandon, err)
-	case res == ports.AbandonPoisoned:
-		d.poisoned(ctx)
+	res, failed := d.handBack(ctx, d.lease.CheckpointSeq, now, retryAt)
+	if failed != nil {
+		return *failed
 	}
 	return Outcome{Kind: Abandoned, Abandon: res, Reason: reason}
 }
@@ -559,21 +549,34 @@ func (d *drive) deferUntil(ctx context.Context, r *run.Run, resumeAt time.Time) 
 	if retryAt.Before(now) {
 		retryAt = now
 	}
+	res, failed := d.handBack(ctx, r.CheckpointSeq, now, retryAt)
+	if failed != nil {
+		return *failed
+	}
+	return Outcome{Kind: Deferred, Abandon: res, Committed: d.committed}
+}
+
+// handBack hands the claim back fenced on expectedSeq, to wake at retryAt.
+// A hand-back that poisons the run reports it; one that fails returns the
+// drive's outcome instead of a result.
+func (d *drive) handBack(ctx context.Context, expectedSeq int64, now, retryAt time.Time) (ports.AbandonResult, *Outcome) {
 	res, err := d.abandonClaim(ctx, claim.AbandonParams{
-		ExpectedSeq:      r.CheckpointSeq,
+		ExpectedSeq:      expectedSeq,
 		Now:              now,
 		RetryAt:          retryAt,
 		MaxClaimAbandons: d.cfg.MaxClaimAbandons,
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return d.interrupted(err)
+		out := d.interrupted(err)
+		return res, &out
 	case err != nil:
-		return d.discard(ctx, StageAbandon, err)
+		out := d.discard(ctx, StageAbandon, err)
+		return res, &out
 	case res == ports.AbandonPoisoned:
 		d.poisoned(ctx)
 	}
-	return Outcome{Kind: Deferred, Abandon: res, Committed: d.committed}
+	return res, nil
 }
 
 // abandonClaim hands the lease's claim back under p, bounded like every
