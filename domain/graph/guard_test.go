@@ -15,6 +15,7 @@ func evalView() graph.View {
 		Values: map[string]any{
 			"draft":   "hello",
 			"count":   int64(10),
+			"big":     int64(1<<53 + 1),
 			"ratio":   1.0,
 			"nothing": nil,
 			"tags":    []any{"a", "b", "c"},
@@ -69,6 +70,7 @@ func TestGuardEvaluation(t *testing.T) {
 		{"equals fails on a different value", graph.Equals("draft", "bye"), false},
 		{"equals compares integers with floats", graph.Equals("count", 10.0), true},
 		{"equals compares floats with integers", graph.Equals("ratio", 1), true},
+		{"equals compares integers beyond float precision exactly", graph.Equals("big", float64(1<<53)), false},
 		{"equals compares containers numerically at depth", graph.Equals(graph.Path("review", "scores"), []any{1.0, int64(2), 3.0}), true},
 		{"equals compares maps deeply", graph.Equals(graph.Path("review", "nested", -1), map[string]any{"k": "v"}), true},
 		{"equals matches a written null", graph.Equals("nothing", nil), true},

@@ -166,46 +166,12 @@ func validateString(constraints map[string]any, str, path string, reasons *[]str
 // validateBounds applies inclusive min/max constraints to a measured number;
 // a bound that is not a number is ignored.
 func validateBounds(constraints map[string]any, measured any, minKey, maxKey, unit, path string, reasons *[]string) {
-	if lo := constraints[minKey]; value.IsNumber(lo) && compareNumbers(measured, lo) < 0 {
+	if lo := constraints[minKey]; value.IsNumber(lo) && value.CompareNumbers(measured, lo) < 0 {
 		*reasons = append(*reasons, fmt.Sprintf("%s: expected at least %s%s, got %s%s", subject(path), show(lo), unit, show(measured), unit))
 	}
-	if hi := constraints[maxKey]; value.IsNumber(hi) && compareNumbers(measured, hi) > 0 {
+	if hi := constraints[maxKey]; value.IsNumber(hi) && value.CompareNumbers(measured, hi) > 0 {
 		*reasons = append(*reasons, fmt.Sprintf("%s: expected at most %s%s, got %s%s", subject(path), show(hi), unit, show(measured), unit))
 	}
-}
-
-// compareNumbers orders two int64/float64 values by numeric value, exactly
-// when both are integers.
-func compareNumbers(a, b any) int {
-	ai, aInt := a.(int64)
-	bi, bInt := b.(int64)
-	if aInt && bInt {
-		switch {
-		case ai < bi:
-			return -1
-		case ai > bi:
-			return 1
-		}
-		return 0
-	}
-	af, bf := toFloat(a), toFloat(b)
-	switch {
-	case af < bf:
-		return -1
-	case af > bf:
-		return 1
-	}
-	return 0
-}
-
-func toFloat(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return 0
 }
 
 // maxShown caps how much of a value a reason quotes, so a large state value

@@ -70,6 +70,8 @@ func TestValidate(t *testing.T) {
 		{"a non-numeric bound is ignored", schema.Integer().WithConstraint("min", "5"), int64(1), nil},
 		{"large integers compare exactly", schema.Integer().WithConstraint("max", int64(1<<62)), int64(1<<62 + 1),
 			[]string{"value: expected at most 4611686018427387904, got 4611686018427387905"}},
+		{"an integer beyond float precision compares exactly with a float bound", schema.Integer().WithConstraint("max", float64(1<<53)), int64(1<<53 + 1),
+			[]string{"value: expected at most 9007199254740992.0, got 9007199254740993"}},
 
 		// boolean and map
 		{"boolean accepts false", schema.Boolean(), false, nil},

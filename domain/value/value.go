@@ -12,6 +12,7 @@
 package value
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -287,7 +288,7 @@ func equal(a, b any, numeric bool) bool {
 		case int64:
 			return x == y
 		case float64:
-			return numeric && float64(x) == y
+			return numeric && compareIntFloat(x, y) == 0
 		}
 		return false
 	case float64:
@@ -295,7 +296,7 @@ func equal(a, b any, numeric bool) bool {
 		case float64:
 			return x == y
 		case int64:
-			return numeric && x == float64(y)
+			return numeric && compareIntFloat(y, x) == 0
 		}
 		return false
 	case []any:
@@ -342,6 +343,46 @@ func Clone(v any) any {
 		return out
 	}
 	return v
+}
+
+// CompareNumbers orders two numbers (int64 or float64) by their exact
+// values: -1, 0 or 1. An int64 is never converted to a float64, which
+// above 2^53 would round it onto a neighbour. Anything that is not a
+// number orders as 0.
+func CompareNumbers(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return cmp.Compare(x, y)
+		case float64:
+			return compareIntFloat(x, y)
+		}
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return cmp.Compare(x, y)
+		case int64:
+			return -compareIntFloat(y, x)
+		}
+	}
+	return 0
+}
+
+// compareIntFloat orders i and f exactly: f's integral part is compared
+// as an integer, then its fraction breaks the tie.
+func compareIntFloat(i int64, f float64) int {
+	switch {
+	case f >= 0x1p63:
+		return -1
+	case f < -0x1p63:
+		return 1
+	}
+	whole := math.Trunc(f)
+	if c := cmp.Compare(i, int64(whole)); c != 0 {
+		return c
+	}
+	return cmp.Compare(0, f-whole)
 }
 
 // IsNumber reports whether v is an int64 or float64.

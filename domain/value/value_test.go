@@ -1,6 +1,8 @@
 package value_test
 
 import (
+	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -126,6 +128,50 @@ func TestEqualityStrictVersusNumeric(t *testing.T) {
 	assert.True(t, value.NumericEqual(int64(1), 1.0))
 	assert.True(t, value.NumericEqual([]any{map[string]any{"a": int64(2)}}, []any{map[string]any{"a": 2.0}}))
 	assert.False(t, value.NumericEqual(map[string]any{"a": int64(2)}, map[string]any{"b": int64(2)}))
+}
+
+// Above 2^53 a float64 no longer holds every integer, so converting the
+// integer to a float would call distinct numbers equal (and break
+// transitivity: 2^53+1 == 2^53.0 == 2^53 while 2^53+1 != 2^53). The
+// comparison is exact, as the reference's term comparison is.
+func TestNumericEqualityIsExactBeyondFloatPrecision(t *testing.T) {
+	assert.False(t, value.NumericEqual(int64(1<<53+1), float64(1<<53)))
+	assert.False(t, value.NumericEqual(float64(1<<53), int64(1<<53+1)))
+	assert.False(t, value.NumericEqual(int64(math.MaxInt64), 0x1p63), "2^63 is beyond every int64")
+	assert.True(t, value.NumericEqual(int64(1<<53), float64(1<<53)))
+	assert.True(t, value.NumericEqual(int64(math.MinInt64), -0x1p63))
+	assert.False(t, value.NumericEqual([]any{int64(1<<60 + 1)}, []any{0x1p60}))
+}
+
+func TestCompareNumbersIsExact(t *testing.T) {
+	exact := func(v any) *big.Float {
+		switch x := v.(type) {
+		case int64:
+			return new(big.Float).SetInt64(x)
+		case float64:
+			return big.NewFloat(x)
+		}
+		panic("not a number")
+	}
+	number := rapid.OneOf(
+		rapid.Map(rapid.Int64(), func(i int64) any { return i }),
+		rapid.Map(rapid.Int64(), func(i int64) any { return float64(i) }),
+		rapid.Map(rapid.Float64(), func(f float64) any { return f }),
+		rapid.Map(rapid.Int64Range(-1<<54, 1<<54), func(i int64) any { return i }),
+		rapid.Map(rapid.Int64Range(-1<<54, 1<<54), func(i int64) any { return float64(i) }),
+	)
+	rapid.Check(t, func(t *rapid.T) {
+		a, b := number.Draw(t, "a"), number.Draw(t, "b")
+		if f, ok := a.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			t.Skip("not portable")
+		}
+		if f, ok := b.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			t.Skip("not portable")
+		}
+		want := exact(a).Cmp(exact(b))
+		require.Equal(t, want, value.CompareNumbers(a, b))
+		require.Equal(t, want == 0, value.NumericEqual(a, b))
+	})
 }
 
 // portableValue generates arbitrary portable values.
