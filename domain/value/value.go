@@ -13,6 +13,7 @@ package value
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -53,7 +54,8 @@ func (e *NotPortableError) Error() string {
 func (e *NotPortableError) Unwrap() error { return ErrNotPortable }
 
 // Normalize converts a Go value into its portable form: every integer kind
-// becomes int64, float32 becomes float64, typed slices and string-keyed maps
+// becomes int64, float32 becomes float64, a json.Number becomes the int64
+// or float64 its text spells, typed slices and string-keyed maps
 // become []any and map[string]any. It rejects anything else (structs,
 // pointers, times, NaN and infinities, non-string keys, "$" keys) with a
 // *NotPortableError. The result shares no mutable containers with v.
@@ -86,6 +88,8 @@ func normalize(v any, depth int) (any, error) {
 		return v, nil
 	case int:
 		return int64(x), nil
+	case json.Number:
+		return normalizeNumber(x)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, &NotPortableError{Reason: "NaN and infinities are not portable"}
@@ -116,6 +120,17 @@ func normalize(v any, depth int) (any, error) {
 		return out, nil
 	}
 	return normalizeReflect(v, depth)
+}
+
+// normalizeNumber reads a json.Number (what a decoder with UseNumber
+// produces) as the int64 or float64 its text is, by the same rules as a
+// number in a stored document.
+func normalizeNumber(n json.Number) (any, error) {
+	v, err := DecodeJSON([]byte(n))
+	if err != nil || !IsNumber(v) {
+		return nil, &NotPortableError{Reason: fmt.Sprintf("json.Number %q is not a number in range", string(n))}
+	}
+	return v, nil
 }
 
 func normalizeReflect(v any, depth int) (any, error) {

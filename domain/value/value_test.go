@@ -1,6 +1,7 @@
 package value_test
 
 import (
+	"encoding/json"
 	"math"
 	"math/big"
 	"strings"
@@ -117,6 +118,26 @@ func TestNormalizeRejectsNonPortableValues(t *testing.T) {
 	n, err := value.Normalize(map[string]any{"a": []string{"x"}, "b": 3, "c": float32(0.5)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"a": []any{"x"}, "b": int64(3), "c": 0.5}, n)
+}
+
+// A caller that decodes JSON with UseNumber hands over json.Number values:
+// they are numbers, not text, so an integer schema and numeric guards see
+// them as what they were written as.
+func TestNormalizeReadsJSONNumbersAsNumbers(t *testing.T) {
+	n, err := value.Normalize(map[string]any{
+		"count": json.Number("5"),
+		"big":   json.Number("-9223372036854775808"),
+		"ratio": json.Number("0.25"),
+		"exp":   json.Number("1e3"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"count": int64(5), "big": int64(math.MinInt64), "ratio": 0.25, "exp": 1000.0}, n)
+
+	for _, bad := range []json.Number{"9223372036854775808", "1e999", "0x10", "NaN", "1_000", "", "+1", "01"} {
+		_, err := value.Normalize([]any{bad})
+		assert.ErrorIs(t, err, value.ErrNotPortable, "%q", bad)
+	}
+	assert.ErrorIs(t, value.Check(json.Number("5")), value.ErrNotPortable, "a json.Number is not yet portable")
 }
 
 type textLabel string
