@@ -256,7 +256,8 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     concurrent claim's, a signal's) is skipped only when the pool is
 //     locked, and the rows behind it must be there to take its place;
 //     unlocked, the first limit rows of the breadth-first order are the
-//     same as with pages of limit.
+//     same as with pages of limit. Doubled as bigint: twice a 32-bit
+//     limit overflows integer.
 //   - Breadth first: the pooled pages are re-read from docket_runs, the
 //     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
 //     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
@@ -306,7 +307,7 @@ paged AS MATERIALIZED (
                  AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
                  AND a.wake_at <= $1::timestamptz
                ORDER BY a.wake_at, a.id
-               LIMIT 2 * $2::integer)
+               LIMIT 2 * $2::bigint)
               UNION ALL
               (SELECT q.id, q.wake_at, false AS admitted
                FROM {schema}.docket_runs AS q
@@ -316,9 +317,9 @@ paged AS MATERIALIZED (
                  AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
                  AND q.wake_at <= $1::timestamptz
                ORDER BY q.wake_at, q.id
-               LIMIT 2 * $2::integer)) AS u
+               LIMIT 2 * $2::bigint)) AS u
         ORDER BY scope_rank
-        LIMIT 2 * $2::integer
+        LIMIT 2 * $2::bigint
     ) AS page
 ),
 ready AS MATERIALIZED (

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -428,4 +429,16 @@ func TestAStoreThatKeepsTheAdmissionModeNeverTakesTheGate(t *testing.T) {
 	defer same.Close()
 	_, err = same.ClaimDue(ctx, readyAt(t0, 1))
 	assert.NoError(t, err, "a passive store of the gate's own mode claims")
+}
+
+// Every limit claim.Request accepts is a limit the windowed statement
+// can execute: its per-scope pages of twice the limit must not overflow
+// the 32-bit limit parameter.
+func TestWindowedClaimAcceptsTheLargestLimit(t *testing.T) {
+	t.Parallel()
+	env := windowedEnv(t)
+	r := env.insertRun(t, ports.Tenant("a"), t0, t0)
+	batch, err := env.store.ClaimDue(context.Background(), readyAt(t0, math.MaxInt32))
+	require.NoError(t, err)
+	assert.Equal(t, []string{r.ID}, leaseIDs(batch))
 }
