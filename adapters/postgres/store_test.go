@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,20 @@ func TestNewMakesTheLegacyEngineTheGateAuthority(t *testing.T) {
 	assert.Equal(t, "legacy", mode, "the last store to start wins")
 	_, err = env.store.ClaimDue(ctx, claim.Request{Now: t0, Limit: 1, MaxClaimAttempts: 1})
 	assert.NoError(t, err)
+}
+
+// claim_abandons is a 32-bit column: a larger maximum is refused as an
+// invalid argument before any SQL, and the claim stays with its holder.
+func TestAbandonRefusesAMaximumBeyondTheColumn(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	r := env.insertRun(t, ports.Tenantless(), t0, t0)
+	batch, err := env.store.ClaimDue(ctx, claimNow(t0, r))
+	require.NoError(t, err)
+	require.Len(t, batch.Leases, 1)
+	_, err = env.store.AbandonClaim(ctx, r.ID, batch.Leases[0].Token, claim.AbandonParams{
+		ExpectedSeq: r.CheckpointSeq, Now: t0, RetryAt: t0, MaxClaimAbandons: math.MaxInt32 + 1})
+	require.ErrorIs(t, err, ports.ErrInvalidArgument)
+	require.NoError(t, env.store.RefreshClaim(ctx, r.ID, batch.Leases[0].Token, t0), "the holder keeps the claim")
 }

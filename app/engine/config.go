@@ -275,6 +275,9 @@ func (c Config) resolve() (Config, error) {
 	negative("Vehicle.AbandonBackoff", v.AbandonBackoff)
 	negative("Vehicle.AbandonBackoffCap", v.AbandonBackoffCap)
 	negativeInt("Vehicle.MaxClaimAbandons", v.MaxClaimAbandons)
+	if v.MaxClaimAbandons > math.MaxInt32 {
+		bad("Vehicle.MaxClaimAbandons", fmt.Sprintf("must be at most %d", math.MaxInt32))
+	}
 	v.DrainBudget.MaxMoments = orDefault(v.DrainBudget.MaxMoments, DefaultDrainMaxMoments)
 	v.DrainBudget.MaxElapsed = orDefault(v.DrainBudget.MaxElapsed, DefaultDrainMaxElapsed)
 	v.AbandonBackoff = orDefault(v.AbandonBackoff, DefaultAbandonBackoff)

@@ -61,6 +61,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"negative moment budget", func(c *engine.Config) { c.Vehicle.DrainBudget.MaxMoments = -5 }, []string{"Vehicle.DrainBudget.MaxMoments"}},
 		{"backoff cap below base", func(c *engine.Config) { c.Vehicle.AbandonBackoffCap = time.Second }, []string{"Vehicle.AbandonBackoffCap"}},
 		{"negative max abandons", func(c *engine.Config) { c.Vehicle.MaxClaimAbandons = -1 }, []string{"Vehicle.MaxClaimAbandons"}},
+		{"max abandons beyond 32 bits", func(c *engine.Config) { c.Vehicle.MaxClaimAbandons = math.MaxInt32 + 1 }, []string{"Vehicle.MaxClaimAbandons"}},
 		{"pruner without interval", func(c *engine.Config) {
 			c.Pruner = &prune.Config{RunRetention: time.Hour, BatchSize: 10}
 		}, []string{"Pruner.Interval"}},

@@ -1,6 +1,10 @@
 package claim
 
-import "time"
+import (
+	"fmt"
+	"math"
+	"time"
+)
 
 // PoisonReason values a store records. Other strings are tolerated on read.
 const (
@@ -62,6 +66,9 @@ func (p AbandonParams) Validate() error {
 		return &InvalidError{Field: "RetryAt", Reason: "must not be before Now"}
 	case p.MaxClaimAbandons < 1:
 		return &InvalidError{Field: "MaxClaimAbandons", Reason: "must be at least 1"}
+	// Stores bind it as a 32-bit integer (the claim_abandons column).
+	case p.MaxClaimAbandons > math.MaxInt32:
+		return &InvalidError{Field: "MaxClaimAbandons", Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
 	case p.Backoff != nil && p.Backoff.Base <= 0:
 		return &InvalidError{Field: "Backoff.Base", Reason: "must be positive"}
 	case p.Backoff != nil && p.Backoff.Cap < p.Backoff.Base:

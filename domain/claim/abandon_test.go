@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestAbandonParamsValidateNamesTheBadField(t *testing.T) {
 		{"zero retry_at", func(p *claim.AbandonParams) { p.RetryAt = time.Time{} }, "RetryAt"},
 		{"retry_at before now", func(p *claim.AbandonParams) { p.RetryAt = t0.Add(-time.Microsecond) }, "RetryAt"},
 		{"zero max abandons", func(p *claim.AbandonParams) { p.MaxClaimAbandons = 0 }, "MaxClaimAbandons"},
+		{"max abandons beyond 32 bits", func(p *claim.AbandonParams) { p.MaxClaimAbandons = math.MaxInt32 + 1 }, "MaxClaimAbandons"},
 		{"zero backoff base", func(p *claim.AbandonParams) { p.Backoff = &claim.Backoff{Cap: time.Second} }, "Backoff.Base"},
 		{"cap below base", func(p *claim.AbandonParams) {
 			p.Backoff = &claim.Backoff{Base: time.Second, Cap: time.Millisecond}
