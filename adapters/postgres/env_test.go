@@ -16,6 +16,7 @@ import (
 	"github.com/docketgo/docket/pgtest"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -41,6 +42,8 @@ type envOptions struct {
 	genericPlans bool
 	// telemetry receives the store's spans (nil: none).
 	telemetry ports.Telemetry
+	// dial, when set, opens the pool's connections (tests that cut one).
+	dial pgconn.DialFunc
 }
 
 // testEnv is one Store on a fresh, migrated schema of the test process's
@@ -83,6 +86,9 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	}
 	listenConfig := cfg.ConnConfig.Copy()
 	cfg.ConnConfig.Tracer = opts.tracer
+	if opts.dial != nil {
+		cfg.ConnConfig.DialFunc = opts.dial
+	}
 	session := &pgconformance.SessionMode{}
 	cfg.PrepareConn = session.Prepare
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -72,21 +72,42 @@ type insertRow struct {
 
 // flushInserts inserts one batch and delivers each insertion's outcome.
 // When the shared statement fails (a duplicate run id, a missing graph
-// version, a partition removed behind the store's back), every insertion
-// is retried alone in its own transaction, so an outcome, and an error,
-// always belongs to its own run.
+// version, a partition removed behind the store's back, a connection
+// lost), every insertion is retried alone in its own transaction, so an
+// outcome, and an error, always belongs to its own run.
 func (s *Store) flushInserts(ctx context.Context, batch []*pending[insertRow]) {
 	written, err := s.insertRuns(ctx, s.pool, batch)
+	// Without the server's answer (a connection lost, say) the statement
+	// may have committed; a server error rolled it back.
+	_, answered := pgError(err)
 	for i, ins := range batch {
 		switch {
 		case err != nil:
-			ins.result <- s.insertAlone(ins)
+			ins.result <- s.retryInsert(ins, !answered)
 		case written[i] != int64(len(ins.args.events)):
 			ins.result <- fmt.Errorf("docket postgres: insert of run %q wrote %d of %d events", ins.runID, written[i], len(ins.args.events))
 		default:
 			ins.result <- nil
 		}
 	}
+}
+
+// retryInsert inserts one run of a failed shared statement alone. When
+// that statement's outcome is unknown, it may have committed before its
+// reply was lost: a conflict with a run of the same owner, binding, start
+// time and input is then this very insertion, landed, not another start.
+func (s *Store) retryInsert(ins *pending[insertRow], unknown bool) error {
+	err := s.insertAlone(ins)
+	if !unknown || !errors.Is(err, ports.ErrConflict) {
+		return err
+	}
+	want := ins.args.moment.Run
+	stored, ferr := s.FetchRun(ins.ctx, ins.args.owner, want.ID)
+	if ferr != nil || stored.GraphID != want.GraphID || stored.GraphHash != want.GraphHash ||
+		!stored.StartedAt.Equal(ports.Micros(want.StartedAt)) || !value.Equal(stored.Input, want.Input) {
+		return err
+	}
+	return nil
 }
 
 // insertAlone inserts one run in a transaction that first ensures its
