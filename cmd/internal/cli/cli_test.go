@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
 )
@@ -585,4 +589,78 @@ func TestProgressBarsOnlyOnATerminal(t *testing.T) {
 	assert.NotContains(t, res.stderr, "loan applications")
 	c.terminal = false
 	assert.NotContains(t, c.ok("demo", "--memory", "--runs", "3").stderr, "loan applications")
+}
+
+// TestEventsTailFollowsRunsQuietBeforeItsStart: a run that is unfinished
+// but committed nothing since the tail's start point, and finishes right
+// after the tail's first poll, still has its new events printed.
+func TestEventsTailFollowsRunsQuietBeforeItsStart(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var quiet runJSON
+	c.okJSON(&quiet, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	// Older than the tail's start and than its look-back for new runs.
+	time.Sleep(tailOverlap + time.Second)
+	var fresh runJSON
+	c.okJSON(&fresh, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":10.0}`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout lockedBuffer
+	cancelled := make(chan result, 1)
+	out := &onFirstWrite{w: &stdout, first: func() {
+		// The first poll has chosen its runs: the quiet run finishes
+		// before the next poll.
+		cancelled <- c.run("runs", "cancel", quiet.RunID)
+	}}
+	done := make(chan int, 1)
+	go func() {
+		opts := c.opts
+		opts.Getenv = func(k string) string { return c.env[k] }
+		opts.Terminal = func(io.Writer) bool { return false }
+		done <- Main(ctx, []string{"events", "tail", "--follow", "--since", "1s", "--interval", "50ms", "--json"},
+			IO{In: strings.NewReader(""), Out: out, Err: io.Discard}, opts)
+	}()
+	require.Equal(t, ExitOK, (<-cancelled).code)
+	assert.Eventually(t, func() bool { return strings.Contains(stdout.String(), `"run_cancelled"`) },
+		5*time.Second, 20*time.Millisecond, "the quiet run's cancellation is followed")
+	cancel()
+	assert.Equal(t, ExitOK, <-done)
+	for _, e := range jsonLines[eventJSON](t, stdout.String()) {
+		if e.Type == run.EventRunCancelled {
+			assert.Equal(t, quiet.RunID, e.RunID)
+		}
+	}
+}
+
+// onFirstWrite passes writes on and calls first after the first one.
+type onFirstWrite struct {
+	w     io.Writer
+	once  sync.Once
+	first func()
+}
+
+func (o *onFirstWrite) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.once.Do(o.first)
+	return n, err
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

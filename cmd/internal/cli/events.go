@@ -228,14 +228,17 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 	for id := range t.seen {
 		candidates[id] = true
 	}
-	// Every run updated since the cursor on the first poll; afterwards the
-	// unfinished runs and those started since the previous poll.
+	// Every run updated since the cursor, and every unfinished one, on the
+	// first poll; afterwards the unfinished runs and those started since
+	// the previous poll. An unfinished run quiet since before the cursor
+	// is followed from the first poll on: should it finish before the
+	// second, no later poll would list it.
 	p := ports.ListRunsParams{Limit: ports.MaxPageLimit}
 	if !full {
 		p.Statuses = []run.Status{run.StatusRunning, run.StatusWaiting}
 	}
 	if err := t.scan(ctx, p, func(s ports.RunSummary) bool {
-		if !s.UpdatedAt.Before(t.from) || !full {
+		if !s.UpdatedAt.Before(t.from) || !s.Status.Terminal() {
 			candidates[s.RunID] = true
 		}
 		return true
