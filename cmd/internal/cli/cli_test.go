@@ -664,3 +664,19 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestNegativeDurationsAreRefusedBeforeAnythingIsCommitted: a negative
+// --await is a usage mistake, not a start without waiting, and a negative
+// --since would start an all-runs tail in the future, printing a cursor
+// that skips what is committed until then.
+func TestNegativeDurationsAreRefusedBeforeAnythingIsCommitted(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	c.fails(ExitUsage, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "-1s")
+	var list struct{ Runs []runJSON }
+	c.okJSON(&list, "runs", "list")
+	assert.Empty(t, list.Runs, "no run was started")
+	res := c.fails(ExitUsage, "events", "tail", "--since", "-5m")
+	assert.NotContains(t, res.stderr, "cursor")
+}

@@ -52,6 +52,9 @@ func (a *app) eventsCommand() *cobra.Command {
 				}
 				return a.tailRun(cmd.Context(), args[0], seq, follow, interval)
 			}
+			if since < 0 {
+				return usagef("--since must not be negative")
+			}
 			cursor := time.Now().Add(-since)
 			if after != "" {
 				t, err := time.Parse(time.RFC3339Nano, after)

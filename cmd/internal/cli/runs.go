@@ -356,6 +356,9 @@ func (a *app) runsStartCommand() *cobra.Command {
 			"wait for input.",
 		Args: exactArgs(1, "a graph id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if await < 0 {
+				return usagef("--await must not be negative")
+			}
 			if input == "-" && metadata == "-" {
 				return usagef("--input and --metadata cannot both read stdin; give one as @FILE")
 			}
