@@ -100,6 +100,10 @@ func TestInvalidUpdatesFailTheRun(t *testing.T) {
 		{"interrupt without request", superstep.Result{Outcome: superstep.OutcomeInterrupt}, `invalid_interrupt: interrupt request is missing`},
 		{"interrupt into an unknown channel", superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ResumeChannel: "in"}},
 			`invalid_interrupt: interrupt resume_channel "in" is not a declared state field`},
+		// On PostgreSQL such an id came back changed, and resolving the id
+		// the node chose was not_found.
+		{"interrupt id that is not UTF-8", superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: "ask\xff", ResumeChannel: "text"}},
+			`invalid_interrupt: interrupt id "ask\xff" must be UTF-8 text`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

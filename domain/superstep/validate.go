@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/docketgo/docket/domain/reducer"
 	"github.com/docketgo/docket/domain/run"
@@ -113,7 +114,11 @@ func validateInterrupt(idx *index, r *run.Run, req *InterruptRequest) (interrupt
 		}
 	}
 	if req.ID != "" {
-		if _, exists := r.Interrupts[req.ID]; exists {
+		// Portable text only, as for every value: PostgreSQL would replace
+		// invalid UTF-8, and the id the node chose could never be resolved.
+		if !utf8.ValidString(req.ID) {
+			reasons = append(reasons, "interrupt id "+strconv.Quote(req.ID)+" must be UTF-8 text")
+		} else if _, exists := r.Interrupts[req.ID]; exists {
 			reasons = append(reasons, "interrupt id "+strconv.Quote(req.ID)+" already exists on this run")
 		}
 	}
