@@ -129,3 +129,25 @@ func TestNewRunOfAnotherGraphCannotBeStepped(t *testing.T) {
 	assert.ErrorIs(t, err, superstep.ErrGraphMismatch)
 	assert.Empty(t, cps)
 }
+
+// TestMaxSuperstepsZeroMeansNoneAndNegativeIsInvalid pins
+// WithMaxSupersteps' documented range.
+func TestMaxSuperstepsZeroMeansNoneAndNegativeIsInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, err := graph.New("one").
+		State("out", schema.String()).
+		Node("w", "t.w").
+		Edge("s", graph.Start, "w").
+		Edge("f", "w", graph.Finish).
+		Build()
+	require.NoError(t, err)
+	reg := node.NewRegistry().MustRegister("t.w", node.Func(func(context.Context, map[string]any) (map[string]any, error) {
+		return map[string]any{"out": "x"}, nil
+	}))
+	r, _, err := inline.RunInline(ctx, g, nil, inline.WithRegistry(reg), inline.WithMaxSupersteps(0))
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, r.Status)
+	_, _, err = inline.RunInline(ctx, g, nil, inline.WithRegistry(reg), inline.WithMaxSupersteps(-1))
+	assert.ErrorIs(t, err, inline.ErrInvalidOption)
+}

@@ -60,7 +60,8 @@ func WithIDGenerator(newID func(prefix string) string) Option {
 
 // WithMaxSupersteps is the superstep limit for graphs that set no
 // max_supersteps policy (a compile option; it also applies to a compiled
-// graph that has no limit). It must be positive.
+// graph that has no limit). Zero, the default, means none; a negative n is
+// an ErrInvalidOption.
 func WithMaxSupersteps(n int) Option { return func(c *config) { c.maxSupersteps = n } }
 
 // WithMaxSteps stops driving after n committed supersteps (continue or
