@@ -2,12 +2,14 @@ package inline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/docketgo/docket/app/inline"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/superstep"
 )
 
 // Example is the README's quickstart: define a node, build a graph, run it.
@@ -67,4 +69,48 @@ func ExampleOnCallingGoroutine() {
 	}
 	fmt.Println(r.Status, r.Failure.Code, r.Failure.Details["errors"])
 	// Output: failed node_failed map[ask:timeout]
+}
+
+// The inline runner's interrupt round trip of docs/runtime.md: the run
+// waits for an answer, ResolveInterruptInline folds it into the resume
+// field, and the interrupting node runs again and sees it.
+func ExampleResolveInterruptInline() {
+	ctx := context.Background()
+	g, err := graph.New("approve").
+		State("approval", schema.Enum("approved", "rejected")).
+		State("decision", schema.String()).
+		Node("ask", "example.ask").
+		Edge("start", graph.Start, "ask").
+		Edge("done", "ask", graph.Finish).
+		Output("decision", "decision").
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	reg := node.NewRegistry()
+	reg.MustRegister("example.ask", node.New(nil, func(ctx context.Context, in node.Input) (node.Output, error) {
+		answer, ok := in.State["approval"]
+		if !ok {
+			return node.Interrupt(node.InterruptRequest{ID: "approval", ResumeChannel: "approval",
+				Schema: schema.Enum("approved", "rejected").AsRequired()}), nil
+		}
+		return node.Update(map[string]any{"decision": "manager " + answer.(string)}), nil
+	}))
+
+	r, _, err := inline.RunInline(ctx, g, nil, inline.WithRegistry(reg))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Status, r.Interrupts["approval"].Status)
+	_, _, err = inline.ResolveInterruptInline(ctx, r, "approval", "maybe", g, inline.WithRegistry(reg))
+	fmt.Println(errors.Is(err, superstep.ErrInvalidInput))
+	r, _, err = inline.ResolveInterruptInline(ctx, r, "approval", "approved", g, inline.WithRegistry(reg))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Status, r.Output["decision"])
+	// Output:
+	// waiting open
+	// true
+	// done manager approved
 }
