@@ -150,7 +150,10 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 		return nil, err
 	}
 	var o startOptions
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: start option %d is nil", ErrInvalidOptions, i+1)
+		}
 		opt(&o)
 	}
 	runID := o.runID

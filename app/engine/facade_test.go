@@ -482,6 +482,9 @@ func TestFacadeErrorsAreTyped(t *testing.T) {
 	assert.ErrorIs(t, err, graph.ErrInvalidGraph)
 	_, err = e.FetchEvent(ctx, r.ID, 0)
 	assert.ErrorIs(t, err, engine.ErrInvalidOptions)
+	var noOption engine.StartOption // e.g. an option chosen conditionally
+	_, err = e.StartRun(ctx, ref, nil, noOption)
+	assert.ErrorIs(t, err, engine.ErrInvalidOptions, "a nil option is an error, as it is inline, not a panic")
 }
 
 func TestGraphVersionsArePublishedOncePerContent(t *testing.T) {
