@@ -400,6 +400,10 @@ func classify(out node.Output, err error) superstep.Result {
 		return superstep.Result{Outcome: superstep.OutcomeUpdate, Update: m}
 	}
 	if req, ok := out.AsInterrupt(); ok {
+		if req.Schema.ContainsItself() {
+			// Copying it would overflow the stack, which no recover survives.
+			return failure("invalid_interrupt: interrupt schema contains itself; a recursive schema has no wire form", false)
+		}
 		metadata, err := value.Normalize(req.Metadata)
 		if err != nil {
 			return failure("invalid_interrupt: non-durable metadata: "+err.Error(), false)

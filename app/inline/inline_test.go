@@ -151,3 +151,30 @@ func TestMaxSuperstepsZeroMeansNoneAndNegativeIsInvalid(t *testing.T) {
 	_, _, err = inline.RunInline(ctx, g, nil, inline.WithRegistry(reg), inline.WithMaxSupersteps(-1))
 	assert.ErrorIs(t, err, inline.ErrInvalidOption)
 }
+
+// A node asking for an answer described by a schema that contains itself
+// (a tree, easy to build in Go) fails with invalid_interrupt; copying or
+// walking that schema would overflow the worker's stack, which no recover
+// survives.
+func TestAnInterruptSchemaThatContainsItselfFailsTheNode(t *testing.T) {
+	t.Parallel()
+	tree := &schema.Schema{Type: schema.TypeObject}
+	tree.Fields = map[string]*schema.Schema{"children": {Type: schema.TypeList, Item: tree}}
+	g, err := graph.New("ask-tree").
+		State("answer", schema.Map()).
+		Node("ask", "t.ask").
+		Edge("s", graph.Start, "ask").
+		Edge("f", "ask", graph.Finish).
+		Output("answer", "answer").
+		Build()
+	require.NoError(t, err)
+	reg := node.NewRegistry().MustRegister("t.ask", node.New(nil, func(context.Context, node.Input) (node.Output, error) {
+		return node.Interrupt(node.InterruptRequest{ResumeChannel: "answer", Schema: tree}), nil
+	}))
+	for _, opts := range [][]inline.Option{{inline.WithRegistry(reg)}, {inline.WithRegistry(reg), inline.OnCallingGoroutine()}} {
+		r, _, err := inline.RunInline(context.Background(), g, nil, opts...)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusFailed, r.Status)
+		assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["ask"], "invalid_interrupt: interrupt schema contains itself")
+	}
+}

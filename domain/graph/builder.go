@@ -102,7 +102,11 @@ func (b *Builder) State(id string, s *schema.Schema, opts ...RecordOption) *Buil
 }
 
 func (b *Builder) field(id string, kind FieldKind, s *schema.Schema, opts []RecordOption) *Builder {
-	snapshot := s.Clone()
+	recursive := s.ContainsItself()
+	var snapshot *schema.Schema
+	if !recursive { // a copy of a recursive schema would never end
+		snapshot = s.Clone()
+	}
 	return b.step(func(st *buildState) {
 		what := fmt.Sprintf("input %q", id)
 		target := &st.g.Inputs
@@ -111,6 +115,10 @@ func (b *Builder) field(id string, kind FieldKind, s *schema.Schema, opts []Reco
 		}
 		if _, dup := (*target)[id]; dup {
 			st.fail(what, errors.New("declared more than once"))
+			return
+		}
+		if recursive {
+			st.fail(what+" schema", errRecursiveSchema)
 			return
 		}
 		f := &Field{ID: id, Kind: kind, Schema: snapshot.Clone()}
@@ -479,10 +487,18 @@ func TargetHandle(handle string) RecordOption {
 // OutputSchema gives an output an explicit schema (compatible with its
 // source's); without it the output inherits the source's schema.
 func OutputSchema(s *schema.Schema) RecordOption {
-	snapshot := s.Clone()
+	recursive := s.ContainsItself()
+	var snapshot *schema.Schema
+	if !recursive {
+		snapshot = s.Clone()
+	}
 	return func(r *buildRecord) {
 		if r.output == nil {
 			r.misuse("OutputSchema", "outputs")
+			return
+		}
+		if recursive {
+			r.st.fail(r.what+" schema", errRecursiveSchema)
 			return
 		}
 		r.output.Schema = snapshot.Clone()
@@ -493,6 +509,9 @@ func OutputSchema(s *schema.Schema) RecordOption {
 		}
 	}
 }
+
+// errRecursiveSchema reports a schema that contains itself.
+var errRecursiveSchema = errors.New("contains itself; a recursive schema has no wire form")
 
 func buildPut(m map[string]any, key string, v any) map[string]any {
 	if m == nil {

@@ -151,3 +151,19 @@ func TestBuildReturnsIndependentDocuments(t *testing.T) {
 	assert.Equal(t, "clear", second.Nodes["n"].Config["tone"], "a build shares nothing with earlier builds")
 	assert.NotContains(t, first.Nodes, "m")
 }
+
+// A schema that contains itself (easy to build in Go) is a Build error,
+// not a walk that overflows the building process's stack.
+func TestBuildReportsSchemasThatContainThemselves(t *testing.T) {
+	t.Parallel()
+	tree := &schema.Schema{Type: schema.TypeObject}
+	tree.Fields = map[string]*schema.Schema{"children": {Type: schema.TypeList, Item: tree}}
+	_, err := graph.New("g").
+		Input("root", tree).
+		State("copy", schema.Map()).
+		Output("o", "copy", graph.OutputSchema(tree)).
+		Build()
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorContains(t, err, `input "root" schema: contains itself`)
+	assert.ErrorContains(t, err, `output "o" schema: contains itself`)
+}

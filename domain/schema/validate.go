@@ -204,6 +204,10 @@ func show(v any) string {
 // Each problem starts with the path of the offending schema ("schema" for
 // the root, then e.g. "schema.fields.review.item").
 func Check(s *Schema) []string {
+	if s.ContainsItself() {
+		// A walk over it would never end.
+		return []string{"schema: contains itself; a recursive schema has no wire form"}
+	}
 	var problems []string
 	check(s, "schema", &problems)
 	return problems

@@ -173,6 +173,7 @@ func TestCheck(t *testing.T) {
 		{"explicit null default on a required schema", schema.String().AsRequired().WithDefault(nil),
 			[]string{"schema: default does not satisfy the schema: value is required but was nil"}},
 		{"nil schema", nil, []string{"schema: schema is missing"}},
+		{"a schema that contains itself", tree(), []string{"schema: contains itself; a recursive schema has no wire form"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,4 +208,12 @@ func TestCompatible(t *testing.T) {
 			assert.Equal(t, tc.want, schema.Compatible(tc.output, tc.source))
 		})
 	}
+}
+
+// tree is a schema that contains itself, as Go allows: a node with a list
+// of child nodes.
+func tree() *schema.Schema {
+	t := &schema.Schema{Type: schema.TypeObject}
+	t.Fields = map[string]*schema.Schema{"children": {Type: schema.TypeList, Item: t}}
+	return t
 }
