@@ -46,8 +46,10 @@ func Graph() (*graph.Graph, error) {
 }
 
 // Registry holds this worker's own node implementations. A custom worker
-// registers exactly the nodes its graphs reference; runs of graphs whose
-// nodes it lacks are left to workers that have them.
+// registers exactly the nodes its graphs reference; a run of a graph whose
+// nodes it lacks is handed back to workers that have them (and poisoned
+// after MaxClaimAbandons such hand-backs in a row), so every worker of a
+// schema should know every node its graphs use.
 func Registry() *node.Registry {
 	return node.NewRegistry().
 		MustRegister("triage.classify", node.Func(func(_ context.Context, state map[string]any) (map[string]any, error) {
