@@ -680,3 +680,27 @@ func TestNegativeDurationsAreRefusedBeforeAnythingIsCommitted(t *testing.T) {
 	res := c.fails(ExitUsage, "events", "tail", "--since", "-5m")
 	assert.NotContains(t, res.stderr, "cursor")
 }
+
+// TestAbbreviatedGraphHashesAreUsageErrors: tables print a graph version
+// abbreviated (loan-review@31ca565e83f3); given back to --hash, it used to
+// match no run silently. Every --hash wants the whole hash.
+func TestAbbreviatedGraphHashesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	var published struct{ Hash string }
+	c.okJSON(&published, "graph", "publish", "--example")
+	c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	short := published.Hash[:12]
+	for _, args := range [][]string{
+		{"runs", "list", "--hash", short},
+		{"runs", "start", demo.GraphID, "--hash", short, "--input", `{"customer":"Ada","amount":10.0}`},
+		{"graph", "show", demo.GraphID, "--hash", short},
+		{"graph", "render", demo.GraphID, "--hash", short},
+	} {
+		res := c.fails(ExitUsage, args...)
+		assert.Contains(t, res.stderr, "--hash", args)
+	}
+	var list struct{ Runs []runJSON }
+	c.okJSON(&list, "runs", "list", "--hash", published.Hash)
+	assert.Len(t, list.Runs, 1, "the whole hash matches")
+}

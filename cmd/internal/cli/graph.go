@@ -59,6 +59,9 @@ func (a *app) graphCommand() *cobra.Command {
 		Short: "Show a stored graph version and the graph's versions",
 		Args:  exactArgs(1, "a graph id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkHash(showHash); err != nil {
+				return err
+			}
 			return a.graphShow(cmd.Context(), args[0], showHash, showDocument)
 		},
 	}
@@ -75,6 +78,9 @@ func (a *app) graphCommand() *cobra.Command {
 			"own graph version is drawn.",
 		Args: rangeArgs(0, 1, "a graph file or id (or --run)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkHash(renderHash); err != nil {
+				return err
+			}
 			return a.graphRender(cmd.Context(), args, render.Format(format), renderHash, runID)
 		},
 	}

@@ -40,6 +40,9 @@ func (f *runFilter) register(cmd *cobra.Command) {
 
 func (f *runFilter) params() (ports.ListRunsParams, error) {
 	p := ports.ListRunsParams{GraphID: f.graphID, GraphHash: f.hash}
+	if err := checkHash(f.hash); err != nil {
+		return p, err
+	}
 	for _, s := range f.statuses {
 		status := run.Status(strings.TrimSpace(s))
 		switch status {
@@ -50,6 +53,19 @@ func (f *runFilter) params() (ports.ListRunsParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// checkHash refuses a --hash that is not a whole graph hash (64 lowercase
+// hex digits): tables print versions abbreviated, and an abbreviation
+// would match no version, silently in a list. "" means none.
+func checkHash(hash string) error {
+	if hash == "" {
+		return nil
+	}
+	if len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return usagef("--hash %q: want the whole 64-digit graph hash (docket graph show prints it)", hash)
+	}
+	return nil
 }
 
 // formatRunCursor and parseRunCursor encode a ListRuns position as
@@ -358,6 +374,9 @@ func (a *app) runsStartCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if await < 0 {
 				return usagef("--await must not be negative")
+			}
+			if err := checkHash(hash); err != nil {
+				return err
 			}
 			if input == "-" && metadata == "-" {
 				return usagef("--input and --metadata cannot both read stdin; give one as @FILE")
