@@ -157,6 +157,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	assert.Equal(t, migrateStatusJSON{Schema: schema, Version: 0, CurrentVersion: migrations.CurrentVersion, UpToDate: false,
 		Problem: status.Problem}, status)
 	assert.Contains(t, status.Problem, "docket migrate up")
+	assert.True(t, strings.HasPrefix(status.Problem, "schema "), "the problem, without the library's program name: %s", status.Problem)
 	unmigrated := c.fails(ExitFailure, "runs", "list", "--schema", schema)
 	assert.True(t, strings.HasPrefix(unmigrated.stderr, "docket: schema "), "one program name, not the library's too: %s", unmigrated.stderr)
 

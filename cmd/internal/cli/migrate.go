@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -171,7 +172,7 @@ func (a *app) migrateStatus(ctx context.Context) error {
 		if !errors.As(err, &ve) {
 			return err
 		}
-		res.Problem, res.Missing = ve.Error(), ve.Missing
+		res.Problem, res.Missing = strings.TrimPrefix(ve.Error(), "docket: "), ve.Missing
 	} else {
 		res.UpToDate = true
 	}

@@ -86,6 +86,9 @@ func TestCancelTriesEveryRunAndReportsEach(t *testing.T) {
 	require.Len(t, results, 3)
 	assert.Equal(t, "cancelled", results[0].Result)
 	assert.Equal(t, "error", results[1].Result)
+	var raw []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &raw))
+	assert.NotContains(t, raw[1], "status", "a failed signal has no status to report")
 	assert.Equal(t, "cancelled", results[2].Result, "the run after the failure is cancelled too")
 	for _, id := range []string{a.RunID, b.RunID} {
 		var shown runJSON

@@ -548,7 +548,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 
 type signalJSON struct {
 	RunID  string     `json:"run_id"`
-	Status run.Status `json:"status"`
+	Status run.Status `json:"status,omitempty"` // absent when the signal failed
 	Result string     `json:"result"`
 	Reason string     `json:"reason,omitempty"`
 }
