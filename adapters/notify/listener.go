@@ -69,6 +69,10 @@ type Listener struct {
 
 var _ ports.Notifier = (*Listener)(nil)
 
+// Schema is the Docket schema whose announcements this listener hears
+// (ListenerConfig.Schema); a store checks it against its own.
+func (l *Listener) Schema() string { return l.schema }
+
 // NewListener validates cfg and returns a Listener. It does not connect;
 // Listen does.
 func NewListener(cfg ListenerConfig) (*Listener, error) {

@@ -64,7 +64,9 @@ type Config struct {
 	// Notifier is the wake listener Backend.Notifier returns (for example
 	// a notify.Listener on this schema). Nil means poll-only:
 	// Capabilities().Listen is false. The store announces wakes with
-	// pg_notify either way.
+	// pg_notify either way. A Notifier that reports its schema (a
+	// notify.Listener's Schema method) must report this store's: New
+	// refuses one that could never hear it.
 	Notifier ports.Notifier
 	// MaxCommitBatch caps how many claimed commits of different runs share
 	// one statement, and how many run insertions do (default 64; 1 sends
@@ -154,6 +156,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("%w: Config.Schema: %w", ErrConfig, err)
 		}
 		return nil, err
+	}
+	// A listener that names its schema must name this one, or it would
+	// never hear this store's announcements: each wake would silently
+	// wait for the next poll.
+	if n, ok := cfg.Notifier.(interface{ Schema() string }); ok && n.Schema() != schema {
+		return nil, fmt.Errorf("%w: Config.Notifier listens for schema %q, but this store announces with %q", ErrConfig, n.Schema(), schema)
 	}
 	if err := checkSession(ctx, cfg.Pool); err != nil {
 		return nil, err

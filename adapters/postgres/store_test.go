@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketgo/docket/adapters/notify"
 	"github.com/docketgo/docket/adapters/postgres"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/migrations"
@@ -85,6 +86,19 @@ func TestNewResolvesTheSchemaFromTheSearchPath(t *testing.T) {
 	require.NoError(t, err)
 	defer store.Close()
 	assert.Equal(t, schema, store.Schema(), "the announcement payload is the physical schema")
+
+	// A listener for another schema would never hear this store: every
+	// wake would silently wait for the next poll.
+	elsewhere, err := notify.NewListener(notify.ListenerConfig{ConnConfig: pool.Config().ConnConfig, Schema: "public"})
+	require.NoError(t, err)
+	_, err = postgres.New(ctx, postgres.Config{Pool: pool, Notifier: elsewhere})
+	require.ErrorIs(t, err, postgres.ErrConfig)
+	assert.ErrorContains(t, err, schema)
+	here, err := notify.NewListener(notify.ListenerConfig{ConnConfig: pool.Config().ConnConfig, Schema: schema})
+	require.NoError(t, err)
+	listening, err := postgres.New(ctx, postgres.Config{Pool: pool, Notifier: here})
+	require.NoError(t, err)
+	listening.Close()
 }
 
 func TestNewRefusesSessionsThatAdmissionCannotUse(t *testing.T) {
