@@ -250,21 +250,36 @@ func portable(v any, path, key string) error {
 }
 
 // Clone deep-copies s; a nil schema clones to nil.
-func (s *Schema) Clone() *Schema {
+func (s *Schema) Clone() *Schema { return s.cloneWithin(nil) }
+
+// cloneOf pairs a schema on the path being cloned with its copy.
+type cloneOf struct{ original, copy *Schema }
+
+// cloneWithin clones s below ancestors. A schema that contains itself
+// (built by hand in Go) gets a copy that contains itself at the same
+// place, rather than a walk that never ends: Check and the graph builder
+// then report it.
+func (s *Schema) cloneWithin(ancestors []cloneOf) *Schema {
 	if s == nil {
 		return nil
 	}
+	for _, a := range ancestors {
+		if a.original == s {
+			return a.copy
+		}
+	}
 	out := &Schema{
 		Type:       s.Type,
-		Item:       s.Item.Clone(),
 		Required:   s.Required,
 		Default:    value.Clone(s.Default),
 		HasDefault: s.HasDefault,
 	}
+	ancestors = append(ancestors, cloneOf{s, out})
+	out.Item = s.Item.cloneWithin(ancestors)
 	if s.Fields != nil {
 		out.Fields = make(map[string]*Schema, len(s.Fields))
 		for name, child := range s.Fields {
-			out.Fields[name] = child.Clone()
+			out.Fields[name] = child.cloneWithin(ancestors)
 		}
 	}
 	if s.Values != nil {

@@ -167,6 +167,23 @@ func TestCloneIsDeep(t *testing.T) {
 	assert.Nil(t, (*schema.Schema)(nil).Clone())
 }
 
+// A schema built by hand to contain itself (a tree type) is copied with
+// the same shape, so the builders return it for Check and the graph
+// builder to report instead of recursing until the stack overflows.
+func TestCloneKeepsASchemaThatContainsItself(t *testing.T) {
+	t.Parallel()
+	c := tree().Clone()
+	require.True(t, c.ContainsItself())
+	assert.Same(t, c, c.Fields["children"].Item, "the copy contains itself, not the original")
+	for _, derived := range []*schema.Schema{
+		tree().AsRequired(), tree().WithDefault(map[string]any{}), tree().WithConstraint(schema.ConstraintOpen, true),
+		schema.List(tree()), schema.Object(map[string]*schema.Schema{"root": tree()}), schema.Object(nil).WithField("root", tree()),
+	} {
+		assert.True(t, derived.ContainsItself())
+		assert.NotEmpty(t, schema.Check(derived))
+	}
+}
+
 func TestModifiersReturnCopies(t *testing.T) {
 	t.Parallel()
 	base := schema.Integer()
