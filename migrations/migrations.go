@@ -286,8 +286,8 @@ var (
 
 // Check verifies that schema is at exactly CurrentVersion and has its
 // shape: docket_runs.tenant_admitted_at and docket_runs.event_seq, every
-// table, and the triggers and functions that keep the claim schedule's
-// counts exact. Any mismatch is a *VersionError, matched by
+// table, and the triggers (enabled) and functions that keep the claim
+// schedule's counts exact. Any mismatch is a *VersionError, matched by
 // errors.Is(err, ErrSchemaVersion), whose message tells the operator what
 // to run. schema "" means "public".
 func Check(ctx context.Context, q Querier, schema string) error {
@@ -303,7 +303,7 @@ func Check(ctx context.Context, q Querier, schema string) error {
 		return &VersionError{Schema: schema, Found: found, Want: CurrentVersion}
 	}
 	var hasAdmission, hasEventSeq bool
-	var tables, triggers, functions []string
+	var tables, triggers, disabled, functions []string
 	err = q.QueryRow(ctx, `
 		SELECT
 			EXISTS (SELECT 1 FROM information_schema.columns
@@ -317,10 +317,17 @@ func Check(ctx context.Context, q Querier, schema string) error {
 				SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
 				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 				WHERE n.nspname = $1 AND t.tgname = name AND NOT t.tgisinternal)),
+			-- A disabled trigger (or one that fires only in replica
+			-- sessions) counts nothing on a normal session: runs would go
+			-- uncounted and their closing commits underflow.
+			ARRAY(SELECT name FROM unnest($3::text[]) AS name WHERE EXISTS (
+				SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = $1 AND t.tgname = name AND NOT t.tgisinternal AND t.tgenabled NOT IN ('O', 'A'))),
 			ARRAY(SELECT name FROM unnest($4::text[]) AS name WHERE NOT EXISTS (
 				SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 				WHERE n.nspname = $1 AND p.proname = name))`,
-		schema, currentTables, currentTriggers, currentFunctions).Scan(&hasAdmission, &hasEventSeq, &tables, &triggers, &functions)
+		schema, currentTables, currentTriggers, currentFunctions).Scan(&hasAdmission, &hasEventSeq, &tables, &triggers, &disabled, &functions)
 	if err != nil {
 		return fmt.Errorf("docket migrations: check the shape of schema %q: %w", schema, err)
 	}
@@ -334,7 +341,7 @@ func Check(ctx context.Context, q Querier, schema string) error {
 	for _, kind := range []struct {
 		what  string
 		names []string
-	}{{"table", tables}, {"trigger", triggers}, {"function", functions}} {
+	}{{"table", tables}, {"trigger", triggers}, {"enabled trigger", disabled}, {"function", functions}} {
 		for _, name := range kind.names {
 			missing = append(missing, kind.what+" "+name)
 		}

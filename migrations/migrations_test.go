@@ -289,6 +289,13 @@ func TestCheckRefusesAnythingButTheCurrentShape(t *testing.T) {
 		// unclaimed: the store must refuse to start, not corrupt counts.
 		{"version 2 without the insertion count", 2, `DROP TRIGGER docket_claim_schedule_run_insert ON %s.docket_runs`, 2,
 			[]string{"lacks trigger docket_claim_schedule_run_insert"}},
+		// A disabled trigger exists but counts nothing: the same harm.
+		{"version 2 with the insertion count disabled", 2,
+			`ALTER TABLE %s.docket_runs DISABLE TRIGGER docket_claim_schedule_run_insert`, 2,
+			[]string{"lacks enabled trigger docket_claim_schedule_run_insert"}},
+		{"version 2 with the schedule guard firing only on replicas", 2,
+			`ALTER TABLE %s.docket_claim_schedule ENABLE REPLICA TRIGGER docket_claim_schedule_guard`, 2,
+			[]string{"lacks enabled trigger docket_claim_schedule_guard"}},
 		{"version 2 without the count function", 2, `DROP FUNCTION %s.docket_claim_schedule_activity_v1 CASCADE`, 2,
 			[]string{"function docket_claim_schedule_activity_v1", "trigger docket_claim_schedule_run_activity"}},
 		{"version 2 without the events", 2, `DROP TABLE %s.docket_events`, 2,
