@@ -176,6 +176,54 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	assert.Equal(t, 0, down.To)
 }
 
+// A migrator that read the version before another migrator took the lock
+// finds the work done when its turn comes, and says so.
+func TestMigrateUpAfterAConcurrentMigratorReportsNothingDone(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	c := newCLI(t, map[string]string{"DATABASE_URL": db.URL, "DOCKET_SCHEMA": schema})
+
+	holder, err := db.Connect(t).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(ctx) }()
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "docket:migrate:"+schema)
+	require.NoError(t, err)
+	monitor := db.Connect(t)
+	waitForWaiters := func(n int) {
+		require.Eventually(t, func() bool {
+			var waiting int
+			err := monitor.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+				WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, "docket:migrate:"+schema).Scan(&waiting)
+			return err == nil && waiting == n
+		}, 30*time.Second, 10*time.Millisecond)
+	}
+
+	// The first in the lock's queue migrates the whole way in one go...
+	first := make(chan error, 1)
+	go func() {
+		_, err := migrations.Up(ctx, db.Connect(t), migrations.Options{Schema: schema})
+		first <- err
+	}()
+	waitForWaiters(1)
+	// ...while the CLI, queued behind it, has already read version 0.
+	second := make(chan result, 1)
+	go func() { second <- c.run("migrate", "up", "--json") }()
+	waitForWaiters(2)
+	require.NoError(t, holder.Rollback(ctx))
+
+	require.NoError(t, <-first)
+	res := <-second
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var up migrateJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &up), res.stdout)
+	assert.Equal(t, migrateJSON{Schema: schema, From: migrations.CurrentVersion, To: migrations.CurrentVersion, Changed: false}, up,
+		"the other migrator did the work")
+}
+
 func TestCommandsOnAnUnmigratedSchemaSayWhatToRun(t *testing.T) {
 	t.Parallel()
 	db := pgtest.SharedDatabase(t)

@@ -100,15 +100,28 @@ func (a *app) migrate(ctx context.Context, upward bool, target int) error {
 		}
 	}
 	b := a.progress(len(versions), "migrating "+schema)
-	to := from
+	// The plan was read before the lock: a concurrent migrator may have
+	// done some or all of it since, so report what the steps did (each
+	// reads the version under the lock), not what was planned.
+	to, changedFrom := from, -1
 	for _, v := range versions {
-		if to, err = migrateTo(ctx, pool, schema, upward, v); err != nil {
+		step, err := migrateTo(ctx, pool, schema, upward, v)
+		if err != nil {
 			b.finish()
 			return err
 		}
+		if step.Changed() && changedFrom < 0 {
+			changedFrom = step.From
+		}
+		to = step.To
 		b.add(1)
 	}
 	b.finish()
+	if changedFrom >= 0 {
+		from = changedFrom
+	} else {
+		from = to
+	}
 	res := migrateJSON{Schema: schema, From: from, To: to, Changed: from != to}
 	if a.json {
 		return printJSON(a.io.Out, res)
@@ -121,18 +134,12 @@ func (a *app) migrate(ctx context.Context, upward bool, target int) error {
 	return nil
 }
 
-func migrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, upward bool, v int) (int, error) {
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, upward bool, v int) (migrations.Result, error) {
 	opts := migrations.Options{Schema: schema, Target: v}
-	var (
-		res migrations.Result
-		err error
-	)
 	if upward {
-		res, err = migrations.Up(ctx, pool, opts)
-	} else {
-		res, err = migrations.Down(ctx, pool, opts)
+		return migrations.Up(ctx, pool, opts)
 	}
-	return res.To, err
+	return migrations.Down(ctx, pool, opts)
 }
 
 // migrationSchema is --schema, else the migrations' default (public).
