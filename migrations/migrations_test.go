@@ -330,6 +330,40 @@ func TestCheckRefusesAnythingButTheCurrentShape(t *testing.T) {
 	})
 }
 
+// Check's advice for a version 2 schema altered by hand is to reinstall it
+// with Down and Up; that must work whatever was removed.
+func TestAnAlteredSchemaCanBeReinstalledAsCheckAdvises(t *testing.T) {
+	t.Parallel()
+	for _, alter := range []string{
+		`ALTER TABLE %s.docket_runs DROP COLUMN tenant_admitted_at`,
+		`ALTER TABLE %s.docket_runs DROP COLUMN event_seq`,
+		`DROP TABLE %s.docket_claim_schedule`,
+		`DROP TABLE %s.docket_claim_policy`,
+		`DROP TRIGGER docket_claim_schedule_run_insert ON %s.docket_runs`,
+		`DROP FUNCTION %s.docket_claim_schedule_activity_v1 CASCADE`,
+		`DROP FUNCTION %s.docket_claim_schedule_guard_v1 CASCADE`,
+		`DROP INDEX %s.docket_runs_scope_admitted_index`,
+		`DROP TABLE %s.docket_events`,
+	} {
+		t.Run(alter, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			conn, schema := schemaAt(t, 2, alter)
+			err := migrations.Check(ctx, conn, schema)
+			if err != nil {
+				assert.Contains(t, err.Error(), `"docket migrate down" and "docket migrate up"`)
+			}
+
+			_, err = migrations.Down(ctx, conn, migrations.Options{Schema: schema})
+			require.NoError(t, err)
+			assert.Equal(t, inventory{}, inventoryOf(t, conn, schema))
+			_, err = migrations.Up(ctx, conn, migrations.Options{Schema: schema})
+			require.NoError(t, err)
+			assertCurrent(t, conn, schema)
+		})
+	}
+}
+
 // schemaAt returns a fresh schema in the shared database, migrated to
 // target (-1: left empty) and then altered by alter (%s: quoted schema).
 func schemaAt(t *testing.T, target int, alter string) (*pgx.Conn, string) {
