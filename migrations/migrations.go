@@ -196,8 +196,18 @@ func migrate(ctx context.Context, conn Conn, schema string, createSchema bool,
 	}
 	quoted := pgx.Identifier{schema}.Sanitize()
 	if createSchema && schema != DefaultSchema {
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoted); err != nil {
-			return Result{}, fmt.Errorf("docket migrations: create schema %q: %w", schema, err)
+		// CREATE SCHEMA IF NOT EXISTS demands CREATE on the database even
+		// when the schema exists, which a role migrating a schema made
+		// for it by an administrator need not have: create only a missing
+		// one.
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, quoted).Scan(&exists); err != nil {
+			return Result{}, fmt.Errorf("docket migrations: look up schema %q: %w", schema, err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoted); err != nil {
+				return Result{}, fmt.Errorf("docket migrations: create schema %q: %w", schema, err)
+			}
 		}
 	}
 	from, err := Status(ctx, tx, schema)

@@ -432,6 +432,42 @@ func TestConcurrentUpMigratesExactlyOnce(t *testing.T) {
 	}
 }
 
+// An administrator creates the schema for an application role that may not
+// create schemas itself; that role migrates it.
+func TestUpOnAnExistingSchemaNeedsNoCreateOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	database := pgtest.New(t)
+	admin := database.Connect(t)
+	config, err := pgx.ParseConfig(database.URL)
+	require.NoError(t, err)
+	role := database.Name + "_app" // roles are the server's: unique like the database
+	quotedRole := pgx.Identifier{role}.Sanitize()
+	for _, sql := range []string{
+		// The superuser's password, if the server asks for one.
+		`CREATE ROLE ` + quotedRole + ` LOGIN PASSWORD '` + strings.ReplaceAll(config.Password, "'", "''") + `'`,
+		`REVOKE CREATE ON DATABASE ` + pgx.Identifier{database.Name}.Sanitize() + ` FROM PUBLIC`,
+		`CREATE SCHEMA docket_app AUTHORIZATION ` + quotedRole,
+	} {
+		_, err := admin.Exec(ctx, sql)
+		require.NoError(t, err, sql)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), `DROP OWNED BY `+quotedRole)
+		_, _ = admin.Exec(context.Background(), `DROP ROLE `+quotedRole)
+	})
+	config.User = role
+	app, err := pgx.ConnectConfig(ctx, config)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+
+	_, err = migrations.Up(ctx, app, migrations.Options{Schema: "docket_app"})
+	require.NoError(t, err)
+	assertCurrent(t, admin, "docket_app")
+	_, err = migrations.Up(ctx, app, migrations.Options{Schema: "docket_elsewhere"})
+	assert.ErrorContains(t, err, "permission denied", "a missing schema is still created, with the privileges that takes")
+}
+
 func TestDownOfOneSchemaLeavesTheOthers(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
