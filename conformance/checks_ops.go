@@ -543,3 +543,50 @@ func checkPruneGraphVersions(h *harness) {
 		h.errIs(err, ports.ErrInvalidArgument, "PruneGraphVersions(%+v)", p)
 	}
 }
+
+// checkIDsNoTextCanHold calls every port with identifiers that are not
+// ports.TextID (a NUL, invalid UTF-8): they name no row, so each call has
+// the outcome of an absent row, never a storage error; a page cursor
+// holding one is malformed.
+func checkIDsNoTextCanHold(h *harness) {
+	owner := ports.Tenantless()
+	c := h.publish(owner)
+	r, lease := h.insertClaimed()
+	for _, odd := range []string{"run\x00id", "run\xffid"} {
+		_, err := h.b.FetchRun(h.ctx, owner, odd)
+		h.errIs(err, ports.ErrNotFound, "FetchRun(%q)", odd)
+		_, err = h.b.ListEvents(h.ctx, owner, odd, ports.ListEventsParams{Limit: 1})
+		h.errIs(err, ports.ErrNotFound, "ListEvents(%q)", odd)
+		err = h.b.RefreshClaim(h.ctx, odd, lease.Token, t0)
+		h.errIs(err, ports.ErrClaimLost, "RefreshClaim(%q) with a live token", odd)
+		h.must(h.b.ReleaseClaim(h.ctx, odd, lease.Token, t0), "ReleaseClaim(%q) with a live token", odd)
+		res, err := h.b.AbandonClaim(h.ctx, odd, lease.Token, claim.AbandonParams{
+			ExpectedSeq: r.CheckpointSeq, Now: t0, RetryAt: t0, MaxClaimAbandons: 1})
+		h.must(err, "AbandonClaim(%q) with a live token", odd)
+		eq(h, res, ports.AbandonStale, "AbandonClaim(%q)", odd)
+
+		_, err = h.b.FetchGraph(h.ctx, owner, ports.GraphRef{GraphID: odd, Hash: c.Hash})
+		h.errIs(err, ports.ErrNotFound, "FetchGraph(id %q)", odd)
+		_, err = h.b.FetchGraph(h.ctx, owner, ports.GraphRef{GraphID: c.Effective.ID, Hash: odd})
+		h.errIs(err, ports.ErrNotFound, "FetchGraph(hash %q)", odd)
+		_, err = h.b.FetchLatestGraphRef(h.ctx, owner, odd)
+		h.errIs(err, ports.ErrNotFound, "FetchLatestGraphRef(%q)", odd)
+		versions, err := h.b.ListGraphVersions(h.ctx, owner, odd, ports.ListGraphVersionsParams{Limit: 1})
+		h.must(err, "ListGraphVersions(%q)", odd)
+		eq(h, len(versions.Versions), 0, "ListGraphVersions(%q) versions", odd)
+		for _, p := range []ports.ListRunsParams{{Limit: 1, GraphID: odd}, {Limit: 1, GraphHash: odd}} {
+			page, err := h.b.ListRuns(h.ctx, ports.System(), p)
+			h.must(err, "ListRuns(graph %q, hash %q)", p.GraphID, p.GraphHash)
+			eq(h, len(page.Runs), 0, "ListRuns(graph %q, hash %q) runs", p.GraphID, p.GraphHash)
+		}
+
+		_, err = h.b.ListRuns(h.ctx, ports.System(), ports.ListRunsParams{Limit: 1,
+			Before: &ports.RunCursor{StartedAt: t0, RunID: odd}})
+		h.errIs(err, ports.ErrInvalidArgument, "ListRuns before run id %q", odd)
+		_, err = h.b.ListGraphVersions(h.ctx, owner, c.Effective.ID, ports.ListGraphVersionsParams{Limit: 1,
+			Before: &ports.GraphCursor{PublishedAt: t0, Hash: odd}})
+		h.errIs(err, ports.ErrInvalidArgument, "ListGraphVersions before hash %q", odd)
+	}
+	info := h.inspect(r.ID)
+	h.expect(info.Claimed(), "the live claim survived calls naming other ids")
+}

@@ -288,6 +288,17 @@ func (m reportsLostRaceAsSuccess) Commit(ctx context.Context, scope ports.Scope,
 	return r, err
 }
 
+// oddIDsReachStorage passes ids no text can hold to a storage that
+// rejects them with its own untyped error.
+type oddIDsReachStorage struct{ *base }
+
+func (m oddIDsReachStorage) RefreshClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) error {
+	if !ports.TextID(runID) {
+		return errors.New("invalid byte sequence for encoding UTF8")
+	}
+	return m.base.Backend.RefreshClaim(ctx, runID, token, now)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -328,6 +339,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"commit_accepts_seq_plus_two",
 			func(b *base, _ *swapClock) ports.Backend { return acceptsSeqPlusTwo{b} },
 			[]string{"FENCE-004"}},
+		{"odd_ids_reach_storage",
+			func(b *base, _ *swapClock) ports.Backend { return oddIDsReachStorage{b} },
+			[]string{"OPS-007"}},
 		{"commit_drops_the_events",
 			func(b *base, _ *swapClock) ports.Backend { return dropsEvents{b} },
 			[]string{"COMMIT-001", "EVENT-001", "FENCE-007"}},

@@ -396,6 +396,9 @@ var registry = []Invariant{
 	{ID: "OPS-006", Area: AreaOps, Behaviour: "returned_values_are_private", Spec: nil,
 		Summary: "mutating a value passed to or returned by the store never changes what is stored",
 		Source:  "ports: functions never mutate their inputs", check: checkNoAliasing},
+	{ID: "OPS-007", Area: AreaOps, Behaviour: "ids_no_text_can_hold_name_nothing", Spec: nil,
+		Summary: "run, graph and hash ids that are not UTF-8 text without NUL name no row: reads are ErrNotFound or empty, claim calls lost or stale, a cursor holding one ErrInvalidArgument",
+		Source:  "ports.TextID", check: checkIDsNoTextCanHold},
 
 	// SCHEMA: PostgreSQL schema guards.
 	{ID: "SCHEMA-001", Area: AreaSchema, Behaviour: "queue_shape_is_enforced_by_storage", Spec: []int{56},

@@ -75,14 +75,18 @@ type ListGraphVersionsParams struct {
 	Before *GraphCursor
 }
 
-// Validate reports a limit out of range or an incomplete cursor as an
-// *InvalidArgumentError.
+// Validate reports a limit out of range, or an incomplete cursor or one
+// whose Hash is not TextID, as an *InvalidArgumentError.
 func (p ListGraphVersionsParams) Validate() error {
 	if p.Limit < 1 || p.Limit > MaxPageLimit {
 		return invalidLimit()
 	}
 	if p.Before != nil && (p.Before.PublishedAt.IsZero() || p.Before.Hash == "") {
 		return &InvalidArgumentError{Field: "Before", Reason: "needs PublishedAt and Hash"}
+	}
+	if p.Before != nil && !TextID(p.Before.Hash) {
+		// No page returns such a key, and stores could not compare it alike.
+		return &InvalidArgumentError{Field: "Before", Reason: "Hash is not a text id"}
 	}
 	return nil
 }

@@ -217,7 +217,8 @@ type ListRunsParams struct {
 }
 
 // Validate reports the first malformed field as an *InvalidArgumentError:
-// a limit out of range, an unknown status or an incomplete cursor.
+// a limit out of range, an unknown status, or an incomplete cursor or one
+// whose RunID is not TextID.
 func (p ListRunsParams) Validate() error {
 	if p.Limit < 1 || p.Limit > MaxPageLimit {
 		return invalidLimit()
@@ -229,6 +230,10 @@ func (p ListRunsParams) Validate() error {
 	}
 	if p.Before != nil && (p.Before.StartedAt.IsZero() || p.Before.RunID == "") {
 		return &InvalidArgumentError{Field: "Before", Reason: "needs StartedAt and RunID"}
+	}
+	if p.Before != nil && !TextID(p.Before.RunID) {
+		// No page returns such a key, and stores could not compare it alike.
+		return &InvalidArgumentError{Field: "Before", Reason: "RunID is not a text id"}
 	}
 	return nil
 }

@@ -204,8 +204,10 @@ func (s *Store) RefreshClaim(ctx context.Context, runID string, token ports.Clai
 	if now.IsZero() {
 		return invalidArg("now", "is required")
 	}
+	// A run id no text can hold names no row (and would reach PostgreSQL
+	// as an encoding error).
 	tok, ok := tokenArg(token)
-	if !ok {
+	if !ok || !ports.TextID(runID) {
 		return claimLost(runID)
 	}
 	tag, err := s.pool.Exec(ctx, s.stmt.refreshClaim, runID, tok, s.storeNow())
@@ -232,7 +234,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.Clai
 		return invalidArg("now", "is required")
 	}
 	tok, ok := tokenArg(token)
-	if !ok {
+	if !ok || !ports.TextID(runID) {
 		return nil
 	}
 	tag, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
@@ -258,7 +260,7 @@ func (s *Store) AbandonClaim(ctx context.Context, runID string, token ports.Clai
 		return "", fmt.Errorf("%w: %w", ports.ErrInvalidArgument, err)
 	}
 	tok, ok := tokenArg(token)
-	if !ok {
+	if !ok || !ports.TextID(runID) {
 		return ports.AbandonStale, nil
 	}
 	var base, capNanos *int64

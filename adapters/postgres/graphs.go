@@ -49,6 +49,9 @@ func (s *Store) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref port
 	if err := owner.ValidateOwner(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(ref.GraphID) || !ports.TextID(ref.Hash) {
+		return nil, &notFoundError{what: "graph version", id: ref.GraphID + "@" + ref.Hash}
+	}
 	var doc []byte
 	err := s.pool.QueryRow(ctx, s.stmt.fetchGraph, owner.Key(), ref.GraphID, ref.Hash).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -118,8 +121,13 @@ func (s *Store) ListGraphVersions(ctx context.Context, owner ports.OwnerScope, g
 }
 
 // listVersions reads up to limit versions of (owner, graphID) newest first
-// by (inserted_at, graph_hash), strictly older than before when given.
+// by (inserted_at, graph_hash), strictly older than before when given. A
+// graph id no text can hold has no versions (bun would otherwise inline it
+// as a broken literal or with its invalid bytes replaced).
 func (s *Store) listVersions(ctx context.Context, owner ports.OwnerScope, graphID string, before *ports.GraphCursor, limit int) ([]versionRow, error) {
+	if !ports.TextID(graphID) {
+		return nil, nil
+	}
 	q := s.bun.NewSelect().
 		TableExpr(s.stmt.graphsTable+" AS g").
 		ColumnExpr("g.graph_hash, g.inserted_at").

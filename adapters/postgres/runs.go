@@ -312,6 +312,16 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if !ports.TextID(p.GraphID) || !ports.TextID(p.GraphHash) {
+		// No run has a graph id or hash no text can hold; bun would inline
+		// one as a broken literal or with its invalid bytes replaced.
+		page := &ports.RunPage{Runs: []ports.RunSummary{}}
+		if p.Before != nil {
+			echo := *p.Before
+			page.NextBefore = &echo
+		}
+		return page, nil
+	}
 	q := s.bun.NewSelect().
 		TableExpr(s.stmt.runsTable + " AS r").
 		ColumnExpr("r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.status, r.step, r.checkpoint_seq").
