@@ -185,6 +185,15 @@ func (w *diffWorld) token(s *diffSide, runID string, pick int) ports.ClaimToken 
 	return ports.ClaimToken{}
 }
 
+// zoned renders t in a random zone: stores must answer in UTC whatever
+// zone a caller's time is in.
+func zoned(t *rapid.T, at time.Time, label string) time.Time {
+	if rapid.Bool().Draw(t, label) {
+		return at.In(time.FixedZone("diff", -5*3600))
+	}
+	return at
+}
+
 func pickScope(t *rapid.T, owners []ports.OwnerScope, label string) ports.Scope {
 	i := rapid.IntRange(0, len(owners)).Draw(t, label)
 	if i == len(owners) {
@@ -303,6 +312,7 @@ func (w *diffWorld) step(t *rapid.T) {
 			time.Duration(rapid.IntRange(0, 2).Draw(t, "startedNs"))*400)
 		wake := w.clock.Now().Add(time.Duration(rapid.IntRange(-1000, 1000).Draw(t, "wakeMs"))*time.Millisecond +
 			time.Duration(rapid.IntRange(0, 999).Draw(t, "wakeNs")))
+		started, wake = zoned(t, started, "startedZone"), zoned(t, wake, "wakeZone")
 		m, err := superstep.Start(g, superstep.StartParams{RunID: id, Input: map[string]any{"topic": id}}, superstep.Env{Now: started})
 		require.NoError(t, err)
 		what = fmt.Sprintf("insert %s %s %s@%s started %s wake %s", id, owner, g.Effective.ID, g.Hash[:6],
@@ -313,9 +323,11 @@ func (w *diffWorld) step(t *rapid.T) {
 		}
 	case "claim":
 		r := claim.Request{
-			Now:              w.clock.Now().Add(time.Duration(rapid.IntRange(-500, 500).Draw(t, "nowMs")) * time.Millisecond),
-			Limit:            rapid.IntRange(1, 4).Draw(t, "limit"),
-			OrphanTTL:        time.Duration(rapid.IntRange(0, 2000).Draw(t, "ttlMs")) * time.Millisecond,
+			Now: zoned(t, w.clock.Now().Add(time.Duration(rapid.IntRange(-500, 500).Draw(t, "nowMs"))*time.Millisecond+
+				time.Duration(rapid.IntRange(0, 999).Draw(t, "nowNs"))), "nowZone"),
+			Limit: rapid.IntRange(1, 4).Draw(t, "limit"),
+			OrphanTTL: time.Duration(rapid.IntRange(0, 2000).Draw(t, "ttlMs"))*time.Millisecond +
+				time.Duration(rapid.IntRange(0, 2500).Draw(t, "ttlNs")),
 			MaxClaimAttempts: rapid.IntRange(1, 3).Draw(t, "max"),
 			Preference:       rapid.SampledFrom([]claim.Preference{claim.PreferNone, claim.PreferReady, claim.PreferExpired}).Draw(t, "pref"),
 		}
@@ -349,9 +361,11 @@ func (w *diffWorld) step(t *rapid.T) {
 			vals[i] = []any{leases, b.Poisoned, b.ReadyCandidates, b.ExpiredCandidates}
 		}
 	case "commit", "mutate":
+		what = ""
 		id := rapid.SampledFrom(w.runIDs).Draw(t, "run")
 		kind := rapid.SampledFrom([]string{"continue", "immediate", "at", "cancel", "interrupt", "answer", "resolve"}).Draw(t, "kind")
-		wake := w.clock.Now().Add(time.Duration(rapid.IntRange(-1000, 1000).Draw(t, "wakeMs")) * time.Millisecond)
+		wake := zoned(t, w.clock.Now().Add(time.Duration(rapid.IntRange(-1000, 1000).Draw(t, "wakeMs"))*time.Millisecond+
+			time.Duration(rapid.IntRange(0, 999).Draw(t, "wakeNs"))), "wakeZone")
 		info, err := w.sides[0].b.InspectRun(ctx, ports.System(), id)
 		if err != nil {
 			return
@@ -370,10 +384,18 @@ func (w *diffWorld) step(t *rapid.T) {
 			if stale && current.CheckpointSeq > 1 {
 				m.Run.CheckpointSeq++ // ahead of stored+1
 			}
+			var then []*run.Moment
+			if m.Disposition.Kind == run.DispositionContinue && rapid.Bool().Draw(t, "fuse") {
+				kind2 := rapid.SampledFrom([]string{"immediate", "at", "cancel", "continue"}).Draw(t, "thenKind")
+				if next := w.moment(m.Run, kind2, wake); next != nil {
+					then = append(then, next)
+					what += " then " + kind2
+				}
+			}
 			pick := rapid.SampledFrom([]int{0, 0, 0, 0, 1, 2}).Draw(t, "token")
-			what = fmt.Sprintf("commit %s %s in %s token %d stale %v", id, kind, scope, pick, stale)
+			what += fmt.Sprintf(" commit %s %s in %s token %d stale %v", id, kind, scope, pick, stale)
 			for i, s := range w.sides {
-				r, err := s.b.Commit(ctx, scope, ports.CommitParams{Moment: m, ClaimToken: w.token(s, id, pick)})
+				r, err := s.b.Commit(ctx, scope, ports.CommitParams{Moment: m, Then: then, ClaimToken: w.token(s, id, pick)})
 				errs[i], vals[i] = err, encodeRun(r)
 			}
 			break
@@ -421,7 +443,7 @@ func (w *diffWorld) step(t *rapid.T) {
 		if rapid.IntRange(0, 2).Draw(t, "scoped") == 0 {
 			scope = pickScope(t, w.owners, "scope")
 		}
-		now := w.clock.Now().Add(time.Duration(rapid.IntRange(0, 999).Draw(t, "ns")))
+		now := zoned(t, w.clock.Now().Add(time.Duration(rapid.IntRange(0, 999).Draw(t, "ns"))), "zone")
 		what = fmt.Sprintf("retry %s in %s", id, scope)
 		for i, s := range w.sides {
 			r, err := s.b.RetryPoisonedRun(ctx, scope, id, now)
@@ -430,7 +452,7 @@ func (w *diffWorld) step(t *rapid.T) {
 	case "refresh", "release", "abandon":
 		id := rapid.SampledFrom(w.runIDs).Draw(t, "run")
 		pick := rapid.SampledFrom([]int{0, 0, 0, 1, 2}).Draw(t, "token")
-		now := w.clock.Now().Add(time.Duration(rapid.IntRange(0, 999).Draw(t, "ns")))
+		now := zoned(t, w.clock.Now().Add(time.Duration(rapid.IntRange(0, 999).Draw(t, "ns"))), "zone")
 		what = fmt.Sprintf("%s %s token %d", op, id, pick)
 		var p claim.AbandonParams
 		if op == "abandon" {
@@ -578,7 +600,7 @@ func TestDifferentialMemoryMatchesPostgres(t *testing.T) {
 				reset(t, env)
 				clock.Set(conformance.ReferenceTime)
 				w := &diffWorld{ctx: ctx, clock: clock, graphs: graphs, owners: owners,
-					runIDs: []string{"run-a", "run-B", "run-c", "run-d"}}
+					runIDs: []string{"run-a", "run-B", "run-c", "run-d", "run-é"}}
 				w.sides[0] = &diffSide{name: "memory", b: memory.New(memory.Options{Clock: clock, Policy: policy}), tokens: map[string][]ports.ClaimToken{}}
 				w.sides[1] = &diffSide{name: "postgres", b: env.store, tokens: map[string][]ports.ClaimToken{}}
 				for _, s := range w.sides {
