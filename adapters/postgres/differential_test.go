@@ -64,7 +64,9 @@ type diffWorld struct {
 	owners  []ports.OwnerScope
 	runIDs  []string
 	counter int
-	log     []string
+	// minLimit is the smallest claim demand the policy answers alike.
+	minLimit int
+	log      []string
 }
 
 func errClass(err error) string {
@@ -325,7 +327,7 @@ func (w *diffWorld) step(t *rapid.T) {
 		r := claim.Request{
 			Now: zoned(t, w.clock.Now().Add(time.Duration(rapid.IntRange(-500, 500).Draw(t, "nowMs"))*time.Millisecond+
 				time.Duration(rapid.IntRange(0, 999).Draw(t, "nowNs"))), "nowZone"),
-			Limit: rapid.IntRange(1, 4).Draw(t, "limit"),
+			Limit: rapid.IntRange(w.minLimit, 4).Draw(t, "limit"),
 			OrphanTTL: time.Duration(rapid.IntRange(0, 2000).Draw(t, "ttlMs"))*time.Millisecond +
 				time.Duration(rapid.IntRange(0, 2500).Draw(t, "ttlNs")),
 			MaxClaimAttempts: rapid.IntRange(1, 3).Draw(t, "max"),
@@ -586,9 +588,10 @@ func (w *diffWorld) step(t *rapid.T) {
 
 func TestDifferentialMemoryMatchesPostgres(t *testing.T) {
 	t.Parallel()
-	// Legacy only: the windowed policy samples scopes at random, so two
-	// stores need not pick the same runs.
-	for _, policy := range []claim.Policy{claim.Legacy} {
+	// The windowed policy samples r.Limit of the due scopes at random, so
+	// its claims ask for at least as many as there are owners: then every
+	// due scope is sampled and the selection is deterministic.
+	for _, policy := range []claim.Policy{claim.Legacy, claim.WindowedInterleave} {
 		t.Run(policy.Name(), func(t *testing.T) {
 			t.Parallel()
 			clock := conformance.NewManualClock(conformance.ReferenceTime)
@@ -599,8 +602,11 @@ func TestDifferentialMemoryMatchesPostgres(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				reset(t, env)
 				clock.Set(conformance.ReferenceTime)
-				w := &diffWorld{ctx: ctx, clock: clock, graphs: graphs, owners: owners,
+				w := &diffWorld{ctx: ctx, clock: clock, graphs: graphs, owners: owners, minLimit: 1,
 					runIDs: []string{"run-a", "run-B", "run-c", "run-d", "run-é"}}
+				if policy == claim.WindowedInterleave {
+					w.minLimit = len(owners)
+				}
 				w.sides[0] = &diffSide{name: "memory", b: memory.New(memory.Options{Clock: clock, Policy: policy}), tokens: map[string][]ports.ClaimToken{}}
 				w.sides[1] = &diffSide{name: "postgres", b: env.store, tokens: map[string][]ports.ClaimToken{}}
 				for _, s := range w.sides {
