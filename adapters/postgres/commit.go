@@ -324,11 +324,13 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 	if err := scope.Validate(); err != nil {
 		return nil, err
 	}
-	if !ports.TextID(runID) {
-		return nil, runNotFound(runID)
-	}
+	// A missing mutation is a programming error, reported before the run
+	// id is looked at.
 	if mutation == nil {
 		return nil, invalidArg("mutation", "is nil")
+	}
+	if !ports.TextID(runID) {
+		return nil, runNotFound(runID)
 	}
 	var (
 		result   *run.Run

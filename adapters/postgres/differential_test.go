@@ -660,7 +660,8 @@ func TestDifferentialOddIdentifiers(t *testing.T) {
 			"Mutate": func(b ports.Backend) (any, error) {
 				return b.MutateRun(ctx, ports.System(), odd, func(*run.Run) (*run.Moment, error) { return nil, nil })
 			},
-			"Retry": func(b ports.Backend) (any, error) { return b.RetryPoisonedRun(ctx, ports.System(), odd, now) },
+			"MutateNil": func(b ports.Backend) (any, error) { return b.MutateRun(ctx, ports.System(), odd, nil) },
+			"Retry":     func(b ports.Backend) (any, error) { return b.RetryPoisonedRun(ctx, ports.System(), odd, now) },
 			"ListEvents": func(b ports.Backend) (any, error) {
 				return b.ListEvents(ctx, ports.System(), odd, ports.ListEventsParams{Limit: 1})
 			},
@@ -701,5 +702,64 @@ func TestDifferentialOddIdentifiers(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDifferentialWaitEndsWithItsContext holds a run under a mutation and
+// lets every writer that waits for it run out of time: both stores must
+// report the caller's context error.
+func TestDifferentialWaitEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(conformance.ReferenceTime)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	g := diffGraph(t, "diff-a", "one")
+	for _, b := range []ports.Backend{memory.New(memory.Options{Clock: clock}), env.store} {
+		_, err := b.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g.Effective, Hash: g.Hash})
+		require.NoError(t, err)
+		m, err := superstep.Start(g, superstep.StartParams{RunID: "held", Input: map[string]any{"topic": "x"}}, superstep.Env{Now: clock.Now()})
+		require.NoError(t, err)
+		_, err = b.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: clock.Now()})
+		require.NoError(t, err)
+		batch, err := b.ClaimDue(ctx, claim.Request{Now: clock.Now(), Limit: 1, OrphanTTL: time.Minute, MaxClaimAttempts: 3})
+		require.NoError(t, err)
+		require.Len(t, batch.Leases, 1)
+		tok := batch.Leases[0].Token
+
+		held, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.MutateRun(ctx, ports.Tenantless(), "held", func(*run.Run) (*run.Moment, error) {
+				close(held)
+				<-release
+				return nil, nil
+			})
+			done <- err
+		}()
+		<-held
+		calls := map[string]func(context.Context) error{
+			"MutateRun": func(ctx context.Context) error {
+				_, err := b.MutateRun(ctx, ports.Tenantless(), "held", func(*run.Run) (*run.Moment, error) { return nil, nil })
+				return err
+			},
+			"RetryPoisonedRun": func(ctx context.Context) error {
+				_, err := b.RetryPoisonedRun(ctx, ports.Tenantless(), "held", clock.Now())
+				return err
+			},
+			"RefreshClaim": func(ctx context.Context) error { return b.RefreshClaim(ctx, "held", tok, clock.Now()) },
+			"ReleaseClaim": func(ctx context.Context) error { return b.ReleaseClaim(ctx, "held", tok, clock.Now()) },
+			"AbandonClaim": func(ctx context.Context) error {
+				_, err := b.AbandonClaim(ctx, "held", tok, claim.AbandonParams{ExpectedSeq: 1, Now: clock.Now(), RetryAt: clock.Now(), MaxClaimAbandons: 3})
+				return err
+			},
+		}
+		for name, call := range calls {
+			cctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+			err := call(cctx)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded, "%T %s: %v", b, name, err)
+		}
+		close(release)
+		require.NoError(t, <-done)
 	}
 }
