@@ -590,3 +590,32 @@ func checkIDsNoTextCanHold(h *harness) {
 	info := h.inspect(r.ID)
 	h.expect(info.Claimed(), "the live claim survived calls naming other ids")
 }
+
+// checkSubMicrosecondCursors pages with cursors whose time falls inside a
+// microsecond: every row stamped in that microsecond is strictly before
+// the cursor, whatever its id, so it is on the page.
+func checkSubMicrosecondCursors(h *harness) {
+	owner := ports.Tenant(h.id("tenant"))
+	c := h.publish(owner)
+	at := t0.Add(-time.Second)
+	first := h.insert(owner, runOpts{id: h.id("a"), startedAt: at})
+	second := h.insert(owner, runOpts{id: h.id("b"), startedAt: at})
+	inside := at.Add(500 * time.Nanosecond)
+	for _, id := range []string{first.ID, second.ID, ""} {
+		cursor := &ports.RunCursor{StartedAt: inside, RunID: id + "0"}
+		page, err := h.b.ListRuns(h.ctx, owner, ports.ListRunsParams{Limit: 10, Before: cursor})
+		h.must(err, "ListRuns before %s/%s", inside.Format(time.RFC3339Nano), cursor.RunID)
+		eq(h, len(page.Runs), 2, "runs started at %s listed before %s/%s",
+			at.Format(time.RFC3339Nano), inside.Format(time.RFC3339Nano), cursor.RunID)
+	}
+
+	alt := h.graphs().alt
+	_, err := h.b.SaveGraph(h.ctx, owner, ports.SaveGraphParams{Graph: alt.Effective, Hash: alt.Hash})
+	h.must(err, "SaveGraph(second version)")
+	latest, err := h.b.FetchLatestGraphRef(h.ctx, owner, c.Effective.ID)
+	h.must(err, "FetchLatestGraphRef")
+	cursor := &ports.GraphCursor{PublishedAt: latest.PublishedAt.Add(500 * time.Nanosecond), Hash: "0"}
+	versions, err := h.b.ListGraphVersions(h.ctx, owner, c.Effective.ID, ports.ListGraphVersionsParams{Limit: 10, Before: cursor})
+	h.must(err, "ListGraphVersions inside the newest publication's microsecond")
+	eq(h, len(versions.Versions), 2, "versions listed before %s/0", cursor.PublishedAt.Format(time.RFC3339Nano))
+}

@@ -399,6 +399,9 @@ var registry = []Invariant{
 	{ID: "OPS-007", Area: AreaOps, Behaviour: "ids_no_text_can_hold_name_nothing", Spec: nil,
 		Summary: "run, graph and hash ids that are not UTF-8 text without NUL name no row: reads are ErrNotFound or empty, claim calls lost or stale, a cursor holding one ErrInvalidArgument",
 		Source:  "ports.TextID", check: checkIDsNoTextCanHold},
+	{ID: "OPS-008", Area: AreaOps, Behaviour: "sub_microsecond_cursors_stay_exclusive", Spec: nil,
+		Summary: "a ListRuns or ListGraphVersions cursor inside a microsecond lists every row stamped in that microsecond, whatever its id",
+		Source:  "ports.RunCursor, ports.GraphCursor: exclusive keys", check: checkSubMicrosecondCursors},
 
 	// SCHEMA: PostgreSQL schema guards.
 	{ID: "SCHEMA-001", Area: AreaSchema, Behaviour: "queue_shape_is_enforced_by_storage", Spec: []int{56},

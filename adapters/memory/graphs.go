@@ -110,9 +110,9 @@ func (s *Store) ListGraphVersions(ctx context.Context, owner ports.OwnerScope, g
 	versions := s.versionsOf(owner, graphID)
 	s.mu.RUnlock()
 	if p.Before != nil {
-		at := ports.Micros(p.Before.PublishedAt)
+		// The cursor's exact time, as in ListRuns.
 		versions = slices.DeleteFunc(versions, func(r *graphRow) bool {
-			return cmp.Or(r.publishedAt.Compare(at), strings.Compare(r.key.hash, p.Before.Hash)) >= 0
+			return cmp.Or(r.publishedAt.Compare(p.Before.PublishedAt), strings.Compare(r.key.hash, p.Before.Hash)) >= 0
 		})
 	}
 	page := &ports.GraphVersionPage{Versions: []ports.GraphVersion{}, NextBefore: p.Before}

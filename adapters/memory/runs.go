@@ -99,11 +99,6 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var before *ports.RunCursor
-	if p.Before != nil {
-		before = &ports.RunCursor{StartedAt: ports.Micros(p.Before.StartedAt), RunID: p.Before.RunID}
-	}
-
 	s.mu.RLock()
 	matches := make([]ports.RunSummary, 0)
 	for _, row := range s.runs {
@@ -116,7 +111,9 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 			continue
 		}
 		sum := summarize(row)
-		if before != nil && compareKey(sum.StartedAt, sum.RunID, before.StartedAt, before.RunID) >= 0 {
+		// The cursor's exact time: a cursor inside a microsecond is after
+		// every row stamped in that microsecond, whatever their ids.
+		if p.Before != nil && compareKey(sum.StartedAt, sum.RunID, p.Before.StartedAt, p.Before.RunID) >= 0 {
 			continue
 		}
 		matches = append(matches, sum)

@@ -341,8 +341,13 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		q = q.Where("r.status IN (?)", bun.List(statuses))
 	}
 	if p.Before != nil {
-		at := ports.Micros(p.Before.StartedAt)
-		q = q.Where(`(r.started_at < ? OR (r.started_at = ? AND r.run_id COLLATE "C" < ?))`, at, at, p.Before.RunID)
+		if at := ports.Micros(p.Before.StartedAt); at.Equal(p.Before.StartedAt) {
+			q = q.Where(`(r.started_at < ? OR (r.started_at = ? AND r.run_id COLLATE "C" < ?))`, at, at, p.Before.RunID)
+		} else {
+			// A cursor inside a microsecond is after every row stamped in
+			// it, whatever their ids (the column holds whole microseconds).
+			q = q.Where("r.started_at < ?", ports.CeilMicros(p.Before.StartedAt))
+		}
 	}
 	q = q.OrderExpr(`r.started_at DESC, r.run_id COLLATE "C" DESC`).Limit(int64(p.Limit + 1))
 
