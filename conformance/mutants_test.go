@@ -299,6 +299,19 @@ func (m oddIDsReachStorage) RefreshClaim(ctx context.Context, runID string, toke
 	return m.base.Backend.RefreshClaim(ctx, runID, token, now)
 }
 
+// truncatesCursors rounds a ListRuns cursor down to its microsecond, so a
+// cursor inside one skips the rows stamped in it at or after its id.
+type truncatesCursors struct{ *base }
+
+func (m truncatesCursors) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRunsParams) (*ports.RunPage, error) {
+	if p.Before != nil {
+		before := *p.Before
+		before.StartedAt = ports.Micros(before.StartedAt)
+		p.Before = &before
+	}
+	return m.base.Backend.ListRuns(ctx, scope, p)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -342,6 +355,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"odd_ids_reach_storage",
 			func(b *base, _ *swapClock) ports.Backend { return oddIDsReachStorage{b} },
 			[]string{"OPS-007"}},
+		{"cursors_truncated_to_the_microsecond",
+			func(b *base, _ *swapClock) ports.Backend { return truncatesCursors{b} },
+			[]string{"OPS-008"}},
 		{"commit_drops_the_events",
 			func(b *base, _ *swapClock) ports.Backend { return dropsEvents{b} },
 			[]string{"COMMIT-001", "EVENT-001", "FENCE-007"}},
