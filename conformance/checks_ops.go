@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/superstep"
 	"github.com/docketgo/docket/ports"
@@ -586,6 +587,13 @@ func checkIDsNoTextCanHold(h *harness) {
 		_, err = h.b.ListGraphVersions(h.ctx, owner, c.Effective.ID, ports.ListGraphVersionsParams{Limit: 1,
 			Before: &ports.GraphCursor{PublishedAt: t0, Hash: odd}})
 		h.errIs(err, ports.ErrInvalidArgument, "ListGraphVersions before hash %q", odd)
+	}
+	// A graph whose id no text can hold cannot be published.
+	odd := *c.Effective
+	odd.ID = "graph\x00id"
+	if hash, err := graph.Hash(&odd); err == nil {
+		_, err = h.b.SaveGraph(h.ctx, owner, ports.SaveGraphParams{Graph: &odd, Hash: hash})
+		h.errIs(err, ports.ErrInvalidGraph, "SaveGraph(id %q)", odd.ID)
 	}
 	info := h.inspect(r.ID)
 	h.expect(info.Claimed(), "the live claim survived calls naming other ids")

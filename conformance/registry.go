@@ -397,7 +397,7 @@ var registry = []Invariant{
 		Summary: "mutating a value passed to or returned by the store never changes what is stored",
 		Source:  "ports: functions never mutate their inputs", check: checkNoAliasing},
 	{ID: "OPS-007", Area: AreaOps, Behaviour: "ids_no_text_can_hold_name_nothing", Spec: nil,
-		Summary: "run, graph and hash ids that are not UTF-8 text without NUL name no row: reads are ErrNotFound or empty, claim calls lost or stale, a cursor holding one ErrInvalidArgument",
+		Summary: "run, graph and hash ids that are not UTF-8 text without NUL name no row: reads are ErrNotFound or empty, claim calls lost or stale, a cursor holding one ErrInvalidArgument, a graph with such an id ErrInvalidGraph",
 		Source:  "ports.TextID", check: checkIDsNoTextCanHold},
 	{ID: "OPS-008", Area: AreaOps, Behaviour: "sub_microsecond_cursors_stay_exclusive", Spec: nil,
 		Summary: "a ListRuns or ListGraphVersions cursor inside a microsecond lists every row stamped in that microsecond, whatever its id",

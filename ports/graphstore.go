@@ -126,6 +126,10 @@ func EncodeGraph(p SaveGraphParams) ([]byte, error) {
 	if p.Graph.ID == "" {
 		return nil, fmt.Errorf("%w: empty graph id", ErrInvalidGraph)
 	}
+	if !TextID(p.Graph.ID) {
+		// No store could key the version by it (PostgreSQL text cannot).
+		return nil, fmt.Errorf("%w: graph id %q is not a text id", ErrInvalidGraph, p.Graph.ID)
+	}
 	wire, err := p.Graph.ToMap()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidGraph, err)
