@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -207,4 +208,17 @@ func checkEventReadInput(h *harness) {
 	p, err := h.b.ListEvents(h.ctx, ports.System(), r.ID, ports.ListEventsParams{Limit: ports.MaxPageLimit})
 	h.must(err, "ListEvents at the maximum limit")
 	eq(h, len(p.Events), 4, "events listed")
+}
+
+// checkEventPageAtTheLastSeq pages after math.MaxInt64: no seq is larger,
+// so the page is empty (a store that computes AfterSeq+1 wraps around to
+// the first event).
+func checkEventPageAtTheLastSeq(h *harness) {
+	r := h.insert(ports.Tenantless())
+	page, err := h.b.ListEvents(h.ctx, ports.Tenantless(), r.ID, ports.ListEventsParams{AfterSeq: math.MaxInt64, Limit: 10})
+	h.must(err, "ListEvents after seq %d", int64(math.MaxInt64))
+	eq(h, len(page.Events), 0, "events after seq %d", int64(math.MaxInt64))
+	eq(h, page.NextAfterSeq, int64(math.MaxInt64), "NextAfterSeq of the empty page")
+	eq(h, page.HasMore, false, "HasMore after the largest seq")
+	eq(h, page.LatestSeq, r.EventSeq, "LatestSeq")
 }

@@ -157,6 +157,9 @@ var registry = []Invariant{
 	{ID: "EVENT-006", Area: AreaEvent, Behaviour: "event_reads_validate_input", Spec: nil,
 		Summary: "absent events and unknown runs are ErrNotFound; seq 0, negative after_seq and out-of-range limits are ErrInvalidArgument",
 		Source:  "spec §7, ports.EventStore", check: checkEventReadInput},
+	{ID: "EVENT-007", Area: AreaEvent, Behaviour: "no_event_follows_the_largest_seq", Spec: nil,
+		Summary: "a page after the largest seq an int64 holds is empty, echoes the cursor and has no more",
+		Source:  "ports.ListEventsParams: AfterSeq >= 0", check: checkEventPageAtTheLastSeq},
 
 	// SIGNAL: serialized (unclaimed) mutations.
 	{ID: "SIGNAL-001", Area: AreaSignal, Behaviour: "compare_and_set_once", Spec: []int{23},

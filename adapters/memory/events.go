@@ -32,7 +32,11 @@ func listEvents(row *runRow, p ports.ListEventsParams) *ports.EventPage {
 		oldest, latest := seqs[0], seqs[len(seqs)-1]
 		page.OldestAvailableSeq, page.LatestAvailableSeq = &oldest, &latest
 	}
-	start, _ := slices.BinarySearch(seqs, p.AfterSeq+1)
+	// The first seq above AfterSeq (AfterSeq+1 would wrap at MaxInt64).
+	start, found := slices.BinarySearch(seqs, p.AfterSeq)
+	if found {
+		start++
+	}
 	for _, seq := range seqs[start:] {
 		if len(page.Events) == p.Limit {
 			break

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"strings"
 	"testing"
@@ -771,5 +772,28 @@ func TestDifferentialWaitEndsWithItsContext(t *testing.T) {
 		}
 		close(release)
 		require.NoError(t, <-done)
+	}
+}
+
+// TestDifferentialEventPageAtTheLastSeq asks for the events after the
+// largest seq there can be: there are none, on both stores.
+func TestDifferentialEventPageAtTheLastSeq(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(conformance.ReferenceTime)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	g := diffGraph(t, "diff-a", "one")
+	for _, b := range []ports.Backend{memory.New(memory.Options{Clock: clock}), env.store} {
+		_, err := b.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g.Effective, Hash: g.Hash})
+		require.NoError(t, err)
+		m, err := superstep.Start(g, superstep.StartParams{RunID: "r", Input: map[string]any{"topic": "x"}}, superstep.Env{Now: clock.Now()})
+		require.NoError(t, err)
+		_, err = b.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: clock.Now()})
+		require.NoError(t, err)
+		page, err := b.ListEvents(ctx, ports.Tenantless(), "r", ports.ListEventsParams{AfterSeq: math.MaxInt64, Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, page.Events, "%T", b)
+		require.Equal(t, int64(math.MaxInt64), page.NextAfterSeq, "%T", b)
+		require.False(t, page.HasMore, "%T", b)
 	}
 }
