@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -626,4 +627,25 @@ func checkSubMicrosecondCursors(h *harness) {
 	versions, err := h.b.ListGraphVersions(h.ctx, owner, c.Effective.ID, ports.ListGraphVersionsParams{Limit: 10, Before: cursor})
 	h.must(err, "ListGraphVersions inside the newest publication's microsecond")
 	eq(h, len(versions.Versions), 2, "versions listed before %s/0", cursor.PublishedAt.Format(time.RFC3339Nano))
+}
+
+// checkPruneCountsBeyond32Bits prunes with counts a 32-bit integer cannot
+// hold: a malformed request, whose rows all stay.
+func checkPruneCountsBeyond32Bits(h *harness) {
+	owner := ports.Tenantless()
+	r := h.insert(owner)
+	_, err := h.mutate(owner, r.ID, h.cancelMoment(r))
+	h.must(err, "cancel %s", r.ID)
+	h.clock.Advance(time.Hour)
+	big := math.MaxInt32 + 1
+	_, err = h.b.PruneEvents(h.ctx, ports.PruneParams{Before: h.clock.Now(), BatchSize: big})
+	h.errIs(err, ports.ErrInvalidArgument, "PruneEvents with batch %d", big)
+	_, err = h.b.PruneRuns(h.ctx, ports.PruneParams{Before: h.clock.Now(), BatchSize: big})
+	h.errIs(err, ports.ErrInvalidArgument, "PruneRuns with batch %d", big)
+	_, err = h.b.PruneGraphVersions(h.ctx, ports.PruneGraphsParams{Keep: 1, BatchSize: big})
+	h.errIs(err, ports.ErrInvalidArgument, "PruneGraphVersions with batch %d", big)
+	_, err = h.b.PruneGraphVersions(h.ctx, ports.PruneGraphsParams{Keep: big, BatchSize: 1})
+	h.errIs(err, ports.ErrInvalidArgument, "PruneGraphVersions keeping %d", big)
+	_, err = h.b.FetchEvent(h.ctx, owner, r.ID, 1)
+	h.must(err, "event 1 after the refused prunes")
 }

@@ -379,6 +379,9 @@ var registry = []Invariant{
 	{ID: "PRUNE-004", Area: AreaPrune, Behaviour: "graph_prune_keeps_the_newest_and_referenced_versions", Spec: nil,
 		Summary: "PruneGraphVersions deletes, oldest first and a batch at a time, versions beyond the newest Keep of their owner's graph that no run of that owner references",
 		Source:  "spec §13 step 5, ports.GraphStore", check: checkPruneGraphVersions},
+	{ID: "PRUNE-005", Area: AreaPrune, Behaviour: "counts_beyond_32_bits_are_invalid", Spec: nil,
+		Summary: "a batch size or keep count beyond 32 bits is ErrInvalidArgument and prunes nothing",
+		Source:  "ports.PruneParams, ports.PruneGraphsParams", check: checkPruneCountsBeyond32Bits},
 
 	// OPS: operational state.
 	{ID: "OPS-001", Area: AreaOps, Behaviour: "operational_writes_never_touch_the_document", Spec: []int{17},

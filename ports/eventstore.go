@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -79,16 +80,23 @@ type PruneParams struct {
 	BatchSize int       // >= 1
 }
 
-// Validate reports a missing cutoff or an empty batch as an
-// *InvalidArgumentError.
+// Validate reports a missing cutoff or a batch outside 1..math.MaxInt32
+// (stores bind it as a 32-bit integer) as an *InvalidArgumentError.
 func (p PruneParams) Validate() error {
 	switch {
 	case p.Before.IsZero():
 		return &InvalidArgumentError{Field: "Before", Reason: "is required"}
 	case p.BatchSize < 1:
 		return &InvalidArgumentError{Field: "BatchSize", Reason: "must be at least 1"}
+	case p.BatchSize > math.MaxInt32:
+		return tooLarge("BatchSize")
 	}
 	return nil
+}
+
+// tooLarge is the error of a count beyond the 32 bits stores bind it as.
+func tooLarge(field string) error {
+	return &InvalidArgumentError{Field: field, Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
 }
 
 // invalidLimit is the error of a page limit outside 1..MaxPageLimit.

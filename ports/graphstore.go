@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/domain/graph"
@@ -104,13 +105,18 @@ type PruneGraphsParams struct {
 	BatchSize int // >= 1
 }
 
-// Validate reports the first count below 1 as an *InvalidArgumentError.
+// Validate reports the first count below 1 or above math.MaxInt32 (stores
+// bind both as 32-bit integers) as an *InvalidArgumentError.
 func (p PruneGraphsParams) Validate() error {
 	switch {
 	case p.Keep < 1:
 		return &InvalidArgumentError{Field: "Keep", Reason: "must be at least 1"}
 	case p.BatchSize < 1:
 		return &InvalidArgumentError{Field: "BatchSize", Reason: "must be at least 1"}
+	case p.Keep > math.MaxInt32:
+		return tooLarge("Keep")
+	case p.BatchSize > math.MaxInt32:
+		return tooLarge("BatchSize")
 	}
 	return nil
 }

@@ -797,3 +797,39 @@ func TestDifferentialEventPageAtTheLastSeq(t *testing.T) {
 		require.False(t, page.HasMore, "%T", b)
 	}
 }
+
+// TestDifferentialPruneBounds prunes with counts beyond 32 bits: both
+// stores answer alike, with typed outcomes.
+func TestDifferentialPruneBounds(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(conformance.ReferenceTime)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	sides := []ports.Backend{memory.New(memory.Options{Clock: clock}), env.store}
+	big := math.MaxInt32 + 1
+	calls := map[string]func(b ports.Backend) (any, error){
+		"PruneEvents": func(b ports.Backend) (any, error) {
+			return b.PruneEvents(ctx, ports.PruneParams{Before: clock.Now(), BatchSize: big})
+		},
+		"PruneRuns": func(b ports.Backend) (any, error) {
+			return b.PruneRuns(ctx, ports.PruneParams{Before: clock.Now(), BatchSize: big})
+		},
+		"PruneGraphVersionsBatch": func(b ports.Backend) (any, error) {
+			return b.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: 1, BatchSize: big})
+		},
+		"PruneGraphVersionsKeep": func(b ports.Backend) (any, error) {
+			return b.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: big, BatchSize: 1})
+		},
+	}
+	for name, call := range calls {
+		v0, err0 := call(sides[0])
+		v1, err1 := call(sides[1])
+		if errClass(err0) != errClass(err1) || strings.HasPrefix(errClass(err1), "untyped:") {
+			t.Errorf("%s: memory %s (%v), postgres %s (%v)", name, errClass(err0), err0, errClass(err1), err1)
+			continue
+		}
+		if err0 == nil {
+			require.Equal(t, v0, v1, name)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/ports"
@@ -35,10 +36,11 @@ func (c PruneConfig) Validate() error {
 		return invalidArg("RunRetention", "must not be negative")
 	case c.EventRetention > c.RunRetention:
 		return invalidArg("EventRetention", "must not exceed RunRetention")
-	case c.BatchSize < 1:
-		return invalidArg("BatchSize", "must be at least 1")
-	case c.KeepGraphVersions < 1:
-		return invalidArg("KeepGraphVersions", "must be at least 1")
+	// Both counts are bound as 32-bit integers.
+	case c.BatchSize < 1 || c.BatchSize > math.MaxInt32:
+		return invalidArg("BatchSize", fmt.Sprintf("must be in 1..%d", math.MaxInt32))
+	case c.KeepGraphVersions < 1 || c.KeepGraphVersions > math.MaxInt32:
+		return invalidArg("KeepGraphVersions", fmt.Sprintf("must be in 1..%d", math.MaxInt32))
 	}
 	return nil
 }
@@ -101,11 +103,12 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 // (one transaction under the schema's pruner lock), for a pruner that
 // keeps its own clock and reports the pass itself (see ports.PassPruner).
 func (s *Store) PruneWholePass(ctx context.Context, p ports.PrunePassParams) (ports.PrunePassResult, error) {
-	if p.BatchSize < 1 {
-		return ports.PrunePassResult{}, invalidArg("BatchSize", "must be at least 1")
-	}
-	if p.KeepGraphVersions < 1 {
-		return ports.PrunePassResult{}, invalidArg("KeepGraphVersions", "must be at least 1")
+	// Both counts are bound as 32-bit integers.
+	switch {
+	case p.BatchSize < 1 || p.BatchSize > math.MaxInt32:
+		return ports.PrunePassResult{}, invalidArg("BatchSize", fmt.Sprintf("must be in 1..%d", math.MaxInt32))
+	case p.KeepGraphVersions < 1 || p.KeepGraphVersions > math.MaxInt32:
+		return ports.PrunePassResult{}, invalidArg("KeepGraphVersions", fmt.Sprintf("must be in 1..%d", math.MaxInt32))
 	}
 	return s.prunePass(ctx, p.KeepGraphVersions, p.BatchSize, func(pgx.Tx) (time.Time, time.Time, error) {
 		return p.EventsBefore, p.RunsBefore, nil

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/ports"
@@ -63,6 +64,9 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "EventRetention", Reason: "must not exceed RunRetention"}
 	case c.BatchSize < 1:
 		return &ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+	case c.BatchSize > math.MaxInt32:
+		// Stores bind it as a 32-bit integer; every pass would fail.
+		return &ConfigError{Field: "BatchSize", Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package prune_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ func TestConfigHasNoDefaults(t *testing.T) {
 		{"negative run retention", func(c *prune.Config) { c.RunRetention = -time.Second }, "RunRetention"},
 		{"events kept longer than runs", func(c *prune.Config) { c.EventRetention = 48 * time.Hour }, "EventRetention"},
 		{"zero batch", func(c *prune.Config) { c.BatchSize = 0 }, "BatchSize"},
+		{"batch beyond 32 bits", func(c *prune.Config) { c.BatchSize = math.MaxInt32 + 1 }, "BatchSize"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
