@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -228,10 +229,11 @@ func checkAbandonInput(h *harness) {
 	before := h.inspect(r.ID)
 	valid := abandonParams(1, t0)
 	cases := map[string]func(p *claim.AbandonParams){
-		"retry_at before now":   func(p *claim.AbandonParams) { p.RetryAt = t0.Add(-time.Millisecond) },
-		"max abandons 0":        func(p *claim.AbandonParams) { p.MaxClaimAbandons = 0 },
-		"negative expected seq": func(p *claim.AbandonParams) { p.ExpectedSeq = -1 },
-		"zero now":              func(p *claim.AbandonParams) { p.Now = time.Time{} },
+		"retry_at before now":         func(p *claim.AbandonParams) { p.RetryAt = t0.Add(-time.Millisecond) },
+		"max abandons 0":              func(p *claim.AbandonParams) { p.MaxClaimAbandons = 0 },
+		"max abandons beyond 32 bits": func(p *claim.AbandonParams) { p.MaxClaimAbandons = math.MaxInt32 + 1 },
+		"negative expected seq":       func(p *claim.AbandonParams) { p.ExpectedSeq = -1 },
+		"zero now":                    func(p *claim.AbandonParams) { p.Now = time.Time{} },
 		"zero backoff base": func(p *claim.AbandonParams) {
 			p.NonPoisoning = true
 			p.Backoff = &claim.Backoff{Cap: time.Second}

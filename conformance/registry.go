@@ -284,7 +284,7 @@ var registry = []Invariant{
 		Summary: "non-poisoning abandons never poison and wake at now+base·2^abandons capped (100, 200, 300, 300 ms)",
 		Source:  "seed run store: with :backoff the wake grows exponentially up to the cap", check: checkAbandonBackoff},
 	{ID: "ABANDON-005", Area: AreaAbandon, Behaviour: "invalid_policy_is_rejected", Spec: []int{47},
-		Summary: "retry_at before now, max 0, negative seq or a bad backoff is ErrInvalidArgument and changes nothing",
+		Summary: "retry_at before now, max 0 or beyond 32 bits, negative seq or a bad backoff is ErrInvalidArgument and changes nothing",
 		Source:  "spec §6.9", check: checkAbandonInput},
 	{ID: "ABANDON-006", Area: AreaAbandon, Behaviour: "abandon_races_steal_to_one_effect", Spec: []int{48},
 		Summary: "an abandon racing a steal has exactly one effect",
