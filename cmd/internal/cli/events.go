@@ -329,6 +329,14 @@ func (t *allRunsTail) scan(ctx context.Context, p ports.ListRunsParams, visit fu
 // finished with all its events read.
 func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event, bool, error) {
 	after, known := t.seen[runID]
+	// The run is read before its events: once finished it commits nothing
+	// more, so the events read after it was seen finished are all of them.
+	// Read the other way round, a final commit landing between the two
+	// reads would mark the run done with its last events never printed.
+	r, err := t.c.FetchRun(ctx, runID)
+	if err != nil {
+		return nil, false, err
+	}
 	var out []run.Event
 	for {
 		page, err := t.c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: ports.MaxPageLimit})
@@ -347,12 +355,7 @@ func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event,
 				// poll reads only what is new.
 				t.seen[runID] = after
 			}
-			last := page.LatestSeq
-			r, err := t.c.FetchRun(ctx, runID)
-			if err != nil {
-				return nil, false, err
-			}
-			return out, r.Status.Terminal() && after >= last, nil
+			return out, r.Status.Terminal(), nil
 		}
 	}
 }

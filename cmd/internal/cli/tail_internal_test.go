@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/ports"
+)
+
+// commitAfterListing is a backend whose first ListEvents of one run lets
+// another writer commit to that run right after the page was read: the
+// page is then stale by the time its reader asks for the run.
+type commitAfterListing struct {
+	ports.Backend
+	runID  string
+	once   sync.Once
+	commit func()
+}
+
+func (b *commitAfterListing) ListEvents(ctx context.Context, scope ports.Scope, runID string, p ports.ListEventsParams) (*ports.EventPage, error) {
+	page, err := b.Backend.ListEvents(ctx, scope, runID, p)
+	if runID == b.runID {
+		b.once.Do(b.commit)
+	}
+	return page, err
+}
+
+// TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead: a
+// run that commits its final moment between the tail's read of its events
+// and its read of the run is finished, but its final events are not
+// printed yet; the tail must read them on its next poll instead of
+// dropping the run as done.
+func TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+
+	ctx := context.Background()
+	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	backend := &commitAfterListing{Backend: store, runID: r.RunID, commit: func() {
+		c.ok("runs", "cancel", r.RunID)
+	}}
+	eng, err := engine.New(engine.Config{Backend: backend, Mode: engine.ModeManual})
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
+	from := time.Now().Add(-time.Hour)
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	require.NoError(t, tail.poll(ctx, true))
+	require.NoError(t, tail.poll(ctx, false))
+
+	var types []run.EventType
+	for _, e := range jsonLines[eventJSON](t, out.String()) {
+		types = append(types, e.Type)
+	}
+	assert.Contains(t, types, run.EventRunCancelled, "the cancellation committed during the first poll is printed:\n%s",
+		strings.TrimSpace(out.String()))
+}
