@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -531,6 +532,43 @@ func TestRunIDsThatAreNotTextAreTypedErrors(t *testing.T) {
 			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
 			_, err = e.StartRun(ctx, ref, map[string]any{"value": "v"}, engine.WithRunID(id))
 			assert.ErrorIs(t, err, engine.ErrInvalidOptions, "%q", id)
+		}
+	})
+}
+
+// Graph ids, hashes and cursors a store cannot hold name no row: a read
+// that filters on one finds nothing, alike on every backend, and a cursor
+// no page can have printed is invalid input, never a raw database error.
+func TestReadsFilteredOnIDsThatAreNotTextFindNothing(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit())
+		saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "v"})
+		for _, id := range []string{"g_\xff", "g_\x00"} {
+			page, err := e.ListRuns(ctx, ports.ListRunsParams{GraphID: id})
+			if assert.NoError(t, err, "%q", id) {
+				assert.Empty(t, page.Runs, "%q", id)
+			}
+			page, err = e.ListRuns(ctx, ports.ListRunsParams{GraphHash: id})
+			if assert.NoError(t, err, "%q", id) {
+				assert.Empty(t, page.Runs, "%q", id)
+			}
+			_, err = e.FetchLatestRun(ctx, engine.RunFilters{GraphID: id})
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			versions, err := e.ListGraphVersions(ctx, id, ports.ListGraphVersionsParams{})
+			if assert.NoError(t, err, "%q", id) {
+				assert.Empty(t, versions.Versions, "%q", id)
+			}
+			_, err = e.LatestGraphRef(ctx, id)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+			_, err = e.FetchGraph(ctx, engine.GraphRef{GraphID: id, Hash: strings.Repeat("0", 64)})
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%q", id)
+
+			_, err = e.ListRuns(ctx, ports.ListRunsParams{Before: &ports.RunCursor{StartedAt: time.Now(), RunID: "run_" + id}})
+			assert.ErrorIs(t, err, ports.ErrInvalidArgument, "%q", id)
+			_, err = e.ListGraphVersions(ctx, "g", ports.ListGraphVersionsParams{Before: &ports.GraphCursor{PublishedAt: time.Now(), Hash: id}})
+			assert.ErrorIs(t, err, ports.ErrInvalidArgument, "%q", id)
 		}
 	})
 }
