@@ -189,7 +189,7 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 type allRunsTail struct {
 	a      *app
 	c      *engine.Client
-	cursor time.Time        // newest event time printed (or the start)
+	cursor time.Time        // newest event time printed, at most the last poll's start (or the start)
 	from   time.Time        // events before this are not printed
 	seen   map[string]int64 // run id -> last printed seq
 	done   map[string]bool  // finished runs whose events are all printed
@@ -227,6 +227,11 @@ func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow boo
 }
 
 func (t *allRunsTail) poll(ctx context.Context, full bool) error {
+	// The cursor never passes this poll's start. The runs are read one
+	// after another, so one read early may commit while later ones are
+	// read, with events stamped before the newest event printed here: a
+	// cursor at that newest event would resume past them.
+	ceiling := ports.Micros(time.Now())
 	candidates := map[string]bool{}
 	for id := range t.seen {
 		candidates[id] = true
@@ -289,8 +294,12 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 		return int(x.Seq - y.Seq)
 	})
 	for _, e := range batch {
-		if e.Timestamp.After(t.cursor) {
-			t.cursor = e.Timestamp
+		at := e.Timestamp
+		if at.After(ceiling) {
+			at = ceiling
+		}
+		if at.After(t.cursor) {
+			t.cursor = at
 		}
 		if err := t.a.printEvent(e, t.cursor.UTC().Format(time.RFC3339Nano)); err != nil {
 			return err

@@ -72,3 +72,51 @@ func TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead(t *testin
 	assert.Contains(t, types, run.EventRunCancelled, "the cancellation committed during the first poll is printed:\n%s",
 		strings.TrimSpace(out.String()))
 }
+
+// TestTailAllRunsCursorCoversEventsCommittedDuringAPoll: a poll reads the
+// runs one after another, so a run read early can commit while later runs
+// are read, with events stamped well before the newest event the poll
+// prints. The cursor printed with that newest event must still resume at
+// the early run's new events, not skip them.
+func TestTailAllRunsCursorCoversEventsCommittedDuringAPoll(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var early, late runJSON
+	c.okJSON(&early, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--run-id", "run_a")
+	c.okJSON(&late, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":10.0}`, "--run-id", "run_b")
+
+	ctx := context.Background()
+	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	// Once run_a is read, it commits; the poll goes on reading for longer
+	// than a resume looks back, and run_b commits before it is read.
+	backend := &commitAfterListing{Backend: store, runID: early.RunID, commit: func() {
+		c.ok("runs", "cancel", early.RunID)
+		time.Sleep(tailOverlap + 500*time.Millisecond)
+		c.ok("runs", "cancel", late.RunID)
+	}}
+	eng, err := engine.New(engine.Config{Backend: backend, Mode: engine.ModeManual})
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
+	from := time.Now().Add(-time.Hour)
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	require.NoError(t, tail.poll(ctx, true))
+	lines := jsonLines[eventJSON](t, out.String())
+	require.NotEmpty(t, lines)
+	last := lines[len(lines)-1]
+	require.Equal(t, late.RunID, last.RunID, "run_b's cancellation is the newest event printed:\n%s", out.String())
+
+	// A consumer that stops after that line resumes from its cursor.
+	resumed := jsonLines[eventJSON](t, c.ok("events", "tail", "--after", last.Cursor, "--json").stdout)
+	var cancelled []string
+	for _, e := range resumed {
+		if e.Type == run.EventRunCancelled {
+			cancelled = append(cancelled, e.RunID)
+		}
+	}
+	assert.Contains(t, cancelled, early.RunID, "run_a's cancellation, committed during the poll, is not skipped")
+}
