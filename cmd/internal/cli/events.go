@@ -192,8 +192,11 @@ type allRunsTail struct {
 	cursor time.Time        // newest event time printed, at most the last poll's start (or the start)
 	from   time.Time        // events before this are not printed
 	seen   map[string]int64 // run id -> last printed seq
-	done   map[string]bool  // finished runs whose events are all printed
-	polled time.Time        // start of the previous poll
+	// done holds the finished runs whose events are all printed, by start
+	// time, until they are too old for the look-back for new runs to
+	// list them again: a long follow does not keep every run it saw.
+	done   map[string]time.Time
+	polled time.Time // start of the previous poll
 }
 
 func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow bool, interval time.Duration) error {
@@ -206,7 +209,7 @@ func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow boo
 	if resumed {
 		from = cursor.Add(-tailOverlap)
 	}
-	t := &allRunsTail{a: a, c: a.client(rt), cursor: cursor, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	t := &allRunsTail{a: a, c: a.client(rt), cursor: cursor, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
 	defer func() { a.printCursor(t.cursor.UTC().Format(time.RFC3339Nano), "") }()
 	first := true
 	for {
@@ -255,6 +258,11 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 	}
 	if !full {
 		since := t.polled.Add(-tailOverlap)
+		for id, started := range t.done {
+			if started.Before(since) {
+				delete(t.done, id)
+			}
+		}
 		if err := t.scan(ctx, ports.ListRunsParams{Limit: 100}, func(s ports.RunSummary) bool {
 			if s.StartedAt.Before(since) {
 				return false // newest first: the rest started earlier
@@ -266,12 +274,12 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 		}
 	}
 	var batch []run.Event
-	finished := map[string]bool{}
+	finished := map[string]time.Time{}
 	for _, id := range sortedKeys(candidates) {
-		if t.done[id] {
+		if _, ok := t.done[id]; ok {
 			continue
 		}
-		events, terminal, err := t.newEvents(ctx, id)
+		events, r, err := t.newEvents(ctx, id)
 		if errors.Is(err, ports.ErrNotFound) {
 			delete(t.seen, id) // pruned
 			continue
@@ -280,8 +288,8 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 			return err
 		}
 		batch = append(batch, events...)
-		if terminal {
-			finished[id] = true
+		if r.Status.Terminal() {
+			finished[id] = r.StartedAt
 		}
 	}
 	slices.SortFunc(batch, func(x, y run.Event) int {
@@ -307,9 +315,9 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 		t.seen[e.RunID] = e.Seq
 	}
 	// A finished run emits nothing more: stop following it.
-	for id := range finished {
+	for id, started := range finished {
 		delete(t.seen, id)
-		t.done[id] = true
+		t.done[id] = started
 	}
 	return nil
 }
@@ -334,9 +342,9 @@ func (t *allRunsTail) scan(ctx context.Context, p ports.ListRunsParams, visit fu
 }
 
 // newEvents returns the run's events after the last printed one (or, for
-// a run not followed yet, from t.from on), and whether the run has
-// finished with all its events read.
-func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event, bool, error) {
+// a run not followed yet, from t.from on), and the run as read before
+// them: when it is finished, these are all its events.
+func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event, *run.Run, error) {
 	after, known := t.seen[runID]
 	// The run is read before its events: once finished it commits nothing
 	// more, so the events read after it was seen finished are all of them.
@@ -344,13 +352,13 @@ func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event,
 	// reads would mark the run done with its last events never printed.
 	r, err := t.c.FetchRun(ctx, runID)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var out []run.Event
 	for {
 		page, err := t.c.ListEvents(ctx, runID, ports.ListEventsParams{AfterSeq: after, Limit: ports.MaxPageLimit})
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		for _, e := range page.Events {
 			if known || !e.Timestamp.Before(t.from) {
@@ -364,7 +372,7 @@ func (t *allRunsTail) newEvents(ctx context.Context, runID string) ([]run.Event,
 				// poll reads only what is new.
 				t.seen[runID] = after
 			}
-			return out, r.Status.Terminal(), nil
+			return out, r, nil
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead(t *testin
 	var out bytes.Buffer
 	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
 	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
 	require.NoError(t, tail.poll(ctx, true))
 	require.NoError(t, tail.poll(ctx, false))
 
@@ -103,7 +103,7 @@ func TestTailAllRunsCursorCoversEventsCommittedDuringAPoll(t *testing.T) {
 	var out bytes.Buffer
 	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
 	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]bool{}}
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
 	require.NoError(t, tail.poll(ctx, true))
 	lines := jsonLines[eventJSON](t, out.String())
 	require.NotEmpty(t, lines)
@@ -119,4 +119,40 @@ func TestTailAllRunsCursorCoversEventsCommittedDuringAPoll(t *testing.T) {
 		}
 	}
 	assert.Contains(t, cancelled, early.RunID, "run_a's cancellation, committed during the poll, is not skipped")
+}
+
+// TestTailAllRunsForgetsFinishedRunsOnceTooOldToBeListedAgain: a follow
+// goes on for as long as its consumer runs; it must not keep every
+// finished run it ever printed.
+func TestTailAllRunsForgetsFinishedRunsOnceTooOldToBeListedAgain(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	c.ok("runs", "cancel", r.RunID)
+
+	ctx := context.Background()
+	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	eng, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual})
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
+	from := time.Now().Add(-time.Hour)
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail.polled = time.Now()
+	require.NoError(t, tail.poll(ctx, true))
+	printed := out.Len()
+	require.NotZero(t, printed)
+	require.NoError(t, tail.poll(ctx, false)) // the run is still within the look-back
+	assert.Len(t, tail.done, 1)
+
+	// Polls later, the run started long before the look-back.
+	tail.polled = time.Now().Add(time.Minute)
+	require.NoError(t, tail.poll(ctx, false))
+	assert.Empty(t, tail.done, "a finished run no poll can list again is forgotten")
+	assert.Equal(t, printed, out.Len(), "and nothing is printed again")
 }
