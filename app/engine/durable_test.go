@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -570,5 +571,21 @@ func TestReadsFilteredOnIDsThatAreNotTextFindNothing(t *testing.T) {
 			_, err = e.ListGraphVersions(ctx, "g", ports.ListGraphVersionsParams{Before: &ports.GraphCursor{PublishedAt: time.Now(), Hash: id}})
 			assert.ErrorIs(t, err, ports.ErrInvalidArgument, "%q", id)
 		}
+	})
+}
+
+// A page after the largest sequence number holds nothing: no event has a
+// greater one, on any backend.
+func TestEventsAfterTheLargestSeqAreNone(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit())
+		r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "v"})
+		page, err := e.ListEvents(ctx, r.ID, ports.ListEventsParams{AfterSeq: math.MaxInt64})
+		require.NoError(t, err)
+		assert.Empty(t, page.Events)
+		assert.Equal(t, int64(math.MaxInt64), page.NextAfterSeq)
+		assert.False(t, page.HasMore)
 	})
 }
