@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -273,7 +274,15 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 			return err
 		}
 	}
-	var batch []run.Event
+	// Each event is printed at its run's newest time so far: the engines
+	// committing one run may stamp a later moment before an earlier one
+	// (their clocks disagree), and a run's events must still print in
+	// sequence order.
+	type tailed struct {
+		e  run.Event
+		at time.Time
+	}
+	var batch []tailed
 	finished := map[string]time.Time{}
 	for _, id := range sortedKeys(candidates) {
 		if _, ok := t.done[id]; ok {
@@ -287,22 +296,28 @@ func (t *allRunsTail) poll(ctx context.Context, full bool) error {
 		if err != nil {
 			return err
 		}
-		batch = append(batch, events...)
+		var at time.Time
+		for _, e := range events {
+			if e.Timestamp.After(at) {
+				at = e.Timestamp
+			}
+			batch = append(batch, tailed{e, at})
+		}
 		if r.Status.Terminal() {
 			finished[id] = r.StartedAt
 		}
 	}
-	slices.SortFunc(batch, func(x, y run.Event) int {
-		if c := x.Timestamp.Compare(y.Timestamp); c != 0 {
+	slices.SortFunc(batch, func(x, y tailed) int {
+		if c := x.at.Compare(y.at); c != 0 {
 			return c
 		}
-		if c := strings.Compare(x.RunID, y.RunID); c != 0 {
+		if c := strings.Compare(x.e.RunID, y.e.RunID); c != 0 {
 			return c
 		}
-		return int(x.Seq - y.Seq)
+		return cmp.Compare(x.e.Seq, y.e.Seq)
 	})
-	for _, e := range batch {
-		at := e.Timestamp
+	for _, b := range batch {
+		e, at := b.e, b.at
 		if at.After(ceiling) {
 			at = ceiling
 		}

@@ -156,3 +156,52 @@ func TestTailAllRunsForgetsFinishedRunsOnceTooOldToBeListedAgain(t *testing.T) {
 	assert.Empty(t, tail.done, "a finished run no poll can list again is forgotten")
 	assert.Equal(t, printed, out.Len(), "and nothing is printed again")
 }
+
+// TestTailAllRunsKeepsARunsEventsInSequenceOrder: the engines that commit
+// one run's moments may stamp them with clocks that disagree, so a later
+// moment can carry an earlier time. The run's events still print in
+// sequence order, and once each.
+func TestTailAllRunsKeepsARunsEventsInSequenceOrder(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":5000.0}`)
+
+	ctx := context.Background()
+	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	driver, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual, Nodes: demo.Registry()})
+	require.NoError(t, err)
+	_, err = driver.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	// An engine whose clock lags a second behind answers the approval:
+	// the run goes on, its newest events stamped before the older ones.
+	lagging, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual, Nodes: demo.Registry(),
+		Clock: ports.ClockFunc(func() time.Time { return time.Now().Add(-time.Second) })})
+	require.NoError(t, err)
+	resolved, err := lagging.ResolveInterrupt(ctx, r.RunID, demo.ApprovalInterruptID, "approved")
+	require.NoError(t, err)
+	require.Equal(t, run.StatusRunning, resolved.Status)
+
+	eng, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
+	from := time.Now().Add(-time.Hour)
+	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail.polled = time.Now()
+	require.NoError(t, tail.poll(ctx, true))
+	var seqs []int64
+	for _, e := range jsonLines[eventJSON](t, out.String()) {
+		seqs = append(seqs, e.Seq)
+	}
+	require.NotEmpty(t, seqs)
+	assert.IsIncreasing(t, seqs, "the run's events in sequence order")
+	assert.EqualValues(t, resolved.EventSeq, seqs[len(seqs)-1])
+
+	printed := out.Len()
+	require.NoError(t, tail.poll(ctx, false))
+	assert.Equal(t, printed, out.Len(), "nothing is printed twice")
+}
