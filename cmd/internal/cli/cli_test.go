@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -752,4 +753,30 @@ func TestAbbreviatedGraphHashesAreUsageErrors(t *testing.T) {
 	var list struct{ Runs []runJSON }
 	c.okJSON(&list, "runs", "list", "--hash", published.Hash)
 	assert.Len(t, list.Runs, 1, "the whole hash matches")
+}
+
+// TestGraphShowOfAnOlderVersionHasItsPublicationTime: a version older
+// than the ones the show lists is still a published version, with its
+// publication time.
+func TestGraphShowOfAnOlderVersionHasItsPublicationTime(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	var oldest versionJSON
+	for i := range 22 {
+		g, err := demo.Graph()
+		require.NoError(t, err)
+		g.Description = fmt.Sprintf("version %d", i)
+		doc, err := json.Marshal(g)
+		require.NoError(t, err)
+		var v versionJSON
+		c.okJSON(&v, "graph", "publish", graphFile(t, string(doc)))
+		if i == 0 {
+			oldest = v
+		}
+	}
+	require.NotEmpty(t, oldest.PublishedAt)
+	var shown graphShowJSON
+	c.okJSON(&shown, "graph", "show", demo.GraphID, "--hash", oldest.Hash)
+	assert.Equal(t, oldest.Hash, shown.Hash)
+	assert.Equal(t, oldest.PublishedAt, shown.PublishedAt)
 }

@@ -256,9 +256,21 @@ func (a *app) graphShow(ctx context.Context, graphID, hash string, documentOnly 
 	chosen := page.Versions[0]
 	if hash != "" {
 		chosen = ports.GraphVersion{Ref: ports.GraphRef{GraphID: graphID, Hash: hash}}
-		for _, v := range page.Versions {
-			if v.Ref.Hash == hash {
-				chosen = v
+		// A version older than the listed ones is looked up further, for
+		// its publication time.
+		more := page
+		for {
+			for _, v := range more.Versions {
+				if v.Ref.Hash == hash {
+					chosen = v
+				}
+			}
+			if !chosen.PublishedAt.IsZero() || !more.HasMore {
+				break
+			}
+			p := ports.ListGraphVersionsParams{Limit: ports.MaxPageLimit, Before: more.NextBefore}
+			if more, err = c.ListGraphVersions(ctx, graphID, p); err != nil {
+				return err
 			}
 		}
 	}
