@@ -780,3 +780,24 @@ func TestGraphShowOfAnOlderVersionHasItsPublicationTime(t *testing.T) {
 	assert.Equal(t, oldest.Hash, shown.Hash)
 	assert.Equal(t, oldest.PublishedAt, shown.PublishedAt)
 }
+
+// TestInterruptsListSaysWhenWaitingRunsWereLeftOut: the list looks at the
+// newest --limit waiting runs; when more are waiting it says so, as runs
+// list does, rather than look like every open interrupt.
+func TestInterruptsListSaysWhenWaitingRunsWereLeftOut(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.worker()
+	c.ok("graph", "publish", "--example")
+	for _, customer := range []string{"Ada", "Bob"} {
+		var r runJSON
+		c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"`+customer+`","amount":1500.0}`, "--await", "15s")
+		require.Equal(t, "waiting", string(r.Status))
+	}
+	var open []interruptJSON
+	res := c.ok("interrupts", "list", "--limit", "1", "--json")
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &open))
+	assert.Len(t, open, 1)
+	assert.Contains(t, res.stderr, "--limit", "the left-out waiting runs are announced")
+	assert.Empty(t, c.ok("interrupts", "list", "--limit", "2").stderr, "nothing is left out")
+}

@@ -47,7 +47,7 @@ func (a *app) interruptsCommand() *cobra.Command {
 	var limit int
 	list := &cobra.Command{
 		Use:   "list [RUN_ID]",
-		Short: "List open interrupts of a run, or of every waiting run",
+		Short: "List open interrupts of a run, or of the newest waiting runs",
 		Args:  rangeArgs(0, 1, "at most one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > ports.MaxPageLimit {
@@ -86,6 +86,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	defer cleanup()
 	c := a.client(rt)
 	var runs []*run.Run
+	leftOut := false // more runs wait than --limit let the list look at
 	if len(args) == 1 {
 		r, err := c.FetchRun(ctx, args[0])
 		if err != nil {
@@ -97,6 +98,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		if err != nil {
 			return err
 		}
+		leftOut = page.HasMore
 		for _, s := range page.Runs {
 			r, err := c.FetchRun(ctx, s.RunID)
 			if errors.Is(err, ports.ErrNotFound) {
@@ -115,6 +117,9 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 				open = append(open, in)
 			}
 		}
+	}
+	if leftOut {
+		defer a.say("more runs are waiting than the %d looked at: raise --limit (at most %d)", limit, ports.MaxPageLimit)
 	}
 	if a.json {
 		return printJSON(a.io.Out, open)
