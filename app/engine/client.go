@@ -204,7 +204,7 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	}
 	c.e.afterCommit(tctx, owner, m)
 	span.End(ports.ResultOK, nil)
-	if !firstWake(m).After(now) {
+	if dueAt(m, now) {
 		// Due at once: a dispatcher without a live subscription polls now
 		// rather than at its next poll.
 		c.e.nudge()
@@ -253,6 +253,15 @@ func firstWake(m *run.Moment) time.Time {
 		return m.Disposition.At
 	}
 	return m.ProposedAt
+}
+
+// dueAt reports whether a committed moment leaves its run due by now.
+func dueAt(m *run.Moment, now time.Time) bool {
+	switch m.Disposition.Kind {
+	case run.DispositionContinue, run.DispositionImmediate, run.DispositionAt:
+		return !firstWake(m).After(now)
+	}
+	return false
 }
 
 // FetchRun returns the last committed run.

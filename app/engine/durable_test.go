@@ -402,23 +402,54 @@ func TestARunStartedHereIsClaimedWithoutWaitingForThePoll(t *testing.T) {
 	e := startEngine(t, cfg)
 	ref, err := e.SaveGraph(context.Background(), build(t, minimalLinear()))
 	require.NoError(t, err)
-	idle := func() bool {
+	// Twice: the first start may race the initial poll; the second comes
+	// when the dispatcher has nothing left to do but wait an hour.
+	for range 2 {
+		waitIdle(t, tel)
+		r, err := e.StartRun(context.Background(), ref, map[string]any{"value": "hi"})
+		require.NoError(t, err)
+		done := await(t, e.Client, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+	}
+}
+
+// A signal of this engine that makes a run due now (an interrupt's
+// answer) has its own dispatcher claim it at once, as a start does,
+// without an announcement and without waiting for the poll.
+func TestARunResolvedHereIsClaimedWithoutWaitingForThePoll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	cfg := h.config(newKit())
+	cfg.Dispatcher.PollInterval = time.Hour // only the initial poll happens
+	tel := newTelemetryLog()
+	cfg.Telemetry = tel
+	e := startEngine(t, cfg)
+	ctx := context.Background()
+	r := saveAndStart(t, e.Client, build(t, interruptReview()), nil)
+	waiting := await(t, e.Client, r.ID)
+	require.Equal(t, run.StatusWaiting, waiting.Status)
+	waitIdle(t, tel)
+	for id := range waiting.Interrupts {
+		_, err := e.ResolveInterrupt(ctx, r.ID, id, "approved")
+		require.NoError(t, err)
+	}
+	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
+	require.NoError(t, err, "the resolved run waited for the hourly poll")
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
+// waitIdle waits until the dispatcher last reported nothing in flight and
+// no poll running or pending.
+func waitIdle(t *testing.T, tel *telemetryLog) {
+	t.Helper()
+	eventually(t, "the dispatcher is idle", func() bool {
 		facts := tel.matching(ports.FactDispatcherState, nil)
 		if len(facts) == 0 {
 			return false
 		}
 		m := facts[len(facts)-1].m
 		return m["in_flight"] == 0 && m["poll_active"] == 0 && m["poll_pending"] == 0
-	}
-	// Twice: the first start may race the initial poll; the second comes
-	// when the dispatcher has nothing left to do but wait an hour.
-	for range 2 {
-		eventually(t, "the dispatcher is idle", idle)
-		r, err := e.StartRun(context.Background(), ref, map[string]any{"value": "hi"})
-		require.NoError(t, err)
-		done := await(t, e.Client, r.ID)
-		assert.Equal(t, run.StatusDone, done.Status)
-	}
+	})
 }
 
 func TestDrainBudgetYieldsAndTheRunStillCompletes(t *testing.T) {

@@ -65,9 +65,15 @@ func (c *Client) RetryPoisonedRun(ctx context.Context, runID string) (*run.Run, 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := c.e.storeCall(ctx)
+	sctx, cancel := c.e.storeCall(ctx)
 	defer cancel()
-	return c.e.backend.RetryPoisonedRun(ctx, owner, runID, c.e.now())
+	r, err := c.e.backend.RetryPoisonedRun(sctx, owner, runID, c.e.now())
+	if err == nil {
+		// A recovered run is due now; a healthy one costs a poll that
+		// finds what it would have found anyway.
+		c.e.nudge()
+	}
+	return r, err
 }
 
 // signal commits one pure mutation through RunStore.MutateRun, which
@@ -95,6 +101,9 @@ func (e *Engine) signal(ctx context.Context, owner ports.OwnerScope, runID, op s
 		}
 		if proposed != nil {
 			e.afterCommit(ctx, owner, proposed)
+			if dueAt(proposed, e.now()) {
+				e.nudge()
+			}
 		}
 		span.End(ports.ResultOK, nil)
 		return stored, nil
