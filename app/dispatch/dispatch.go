@@ -432,15 +432,19 @@ func (d *Dispatcher) poll(source string, demand int) {
 func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, draining bool) (launched int, poisoned []ports.PoisonOutcome) {
 	var leases, ready, expired int
 	defer func() {
-		res.span.End(resultOf(res.err), ports.Measurements{
-			"demand":             float64(res.demand),
-			"concurrency":        float64(d.cfg.Concurrency),
-			"in_flight":          float64(inFlight),
-			"leases":             float64(leases),
-			"poisoned":           float64(len(poisoned)),
-			"ready_candidates":   float64(ready),
-			"expired_candidates": float64(expired),
-		})
+		m := ports.Measurements{
+			"demand":      float64(res.demand),
+			"concurrency": float64(d.cfg.Concurrency),
+			"in_flight":   float64(inFlight),
+			"leases":      float64(leases),
+			"poisoned":    float64(len(poisoned)),
+		}
+		// A failed claim saw no candidates: reporting zero would read as
+		// an empty backlog while runs wait.
+		if res.err == nil {
+			m["ready_candidates"], m["expired_candidates"] = float64(ready), float64(expired)
+		}
+		res.span.End(resultOf(res.err), m)
 	}()
 	if res.err != nil {
 		if !errors.Is(res.err, context.Canceled) {

@@ -3,10 +3,13 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -356,4 +359,47 @@ func TestGraphCacheLookupsHaveADuration(t *testing.T) {
 	require.NotEmpty(t, lookups, "the cache was consulted")
 	durations, _ := dataPoints(rm, "docket.graph_cache.fetch.duration")
 	assert.NotEmpty(t, durations)
+}
+
+// failingClaims is a backend whose ClaimDue fails, as during a store
+// outage.
+type failingClaims struct {
+	ports.Backend
+	calls atomic.Int32
+}
+
+func (b *failingClaims) ClaimDue(context.Context, claim.Request) (*ports.ClaimBatch, error) {
+	b.calls.Add(1)
+	return nil, errors.New("the store is unreachable")
+}
+
+// A poll whose claim failed saw no candidates: it must not report an
+// empty backlog while runs are due.
+func TestAFailedClaimReportsNoBacklog(t *testing.T) {
+	t.Parallel()
+	sink := newOtelSink(t)
+	backend := &failingClaims{Backend: memory.New(memory.Options{})}
+	e, err := engine.New(engine.Config{Backend: backend, Nodes: newKit().registry,
+		Dispatcher: fastDispatch(), Telemetry: sink.tel})
+	require.NoError(t, err)
+	for range 3 {
+		saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	}
+	require.NoError(t, e.Start(context.Background()))
+	require.Eventually(t, func() bool { return backend.calls.Load() >= 2 }, awaitLimit, time.Millisecond)
+	require.NoError(t, e.Stop(context.Background()))
+
+	rm := sink.metrics(t)
+	polls, _ := dataPoints(rm, "docket.dispatcher.poll.duration")
+	require.Contains(t, polls, map[string]string{"docket.claim_policy": "legacy", "docket.source": "initial", "docket.result": "error"})
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "docket.backlog" {
+				for _, dp := range g.DataPoints {
+					assert.NotEqual(t, 0.0, dp.Value, "three runs are due; a failed claim reported an empty %v backlog",
+						dp.Attributes.ToSlice())
+				}
+			}
+		}
+	}
 }
