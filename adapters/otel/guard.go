@@ -180,11 +180,12 @@ func numberAttribute(key string, v float64) attribute.KeyValue {
 }
 
 // errorResult reports whether a span result means the operation failed
-// (the span's status becomes Error). Expected outcomes such as a stale
+// (the span's status becomes Error): an error, a panic, a crash, or an
+// observer that returned an error. Expected outcomes such as a stale
 // fence or a skip are not errors.
 func errorResult(result string) bool {
 	switch result {
-	case ports.ResultError, "exception", "crashed":
+	case ports.ResultError, "exception", "crashed", "callback_error":
 		return true
 	}
 	return false

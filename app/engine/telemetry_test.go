@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,6 +23,7 @@ import (
 	"github.com/docketgo/docket/adapters/memory"
 	docketotel "github.com/docketgo/docket/adapters/otel"
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/observe"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
@@ -402,4 +404,33 @@ func TestAFailedClaimReportsNoBacklog(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A failed observer call shows in its trace: the span is an error and
+// carries the failure fact (the commit stands).
+func TestAFailedObserverCallIsAnErrorSpanWithItsFailure(t *testing.T) {
+	t.Parallel()
+	sink := newOtelSink(t)
+	failing := observe.Func(func(context.Context, observe.Commit) error { return errors.New("projection down") })
+	panicking := observe.Func(func(context.Context, observe.Commit) error { panic("projection bug") })
+	e := startEngine(t, engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry,
+		Dispatcher: fastDispatch(), Telemetry: sink.tel, Observers: []observe.Observer{failing, panicking}})
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	require.Equal(t, run.StatusDone, await(t, e.Client, r.ID).Status)
+	require.NoError(t, e.Stop(context.Background()))
+
+	calls := sink.named("docket.checkpoint.observer")
+	require.Len(t, calls, 2*int(await(t, e.Client, r.ID).CheckpointSeq))
+	results := map[string]int{}
+	for _, s := range calls {
+		result := attrsOf(s.Attributes)["docket.result"]
+		results[result]++
+		assert.Equal(t, codes.Error, s.Status.Code, "a %s observer call is a failure", result)
+		var events []string
+		for _, ev := range s.Events {
+			events = append(events, ev.Name)
+		}
+		assert.Equal(t, []string{"docket.checkpoint.observer.failure"}, events, "the %s call's trace says why", result)
+	}
+	assert.Equal(t, map[string]int{"callback_error": len(calls) / 2, "exception": len(calls) / 2}, results)
 }

@@ -164,10 +164,11 @@ func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
 		span.End(ports.ResultOK, nil)
 		return
 	}
-	span.End(result, nil)
+	// Reported before the span ends, so the failure lands on it.
 	d.telemetry().Emit(ctx, ports.FactObserverFailure, ports.Measurements{"count": 1},
 		ports.Label{Key: ports.LabelCheckpointType, Value: string(c.Checkpoint.Type)},
 		ports.Label{Key: ports.LabelResult, Value: result})
+	span.End(result, nil)
 	// Identities are fine in a log line at warn level; payloads and state
 	// are not, so only the error text is logged.
 	d.logger().Warn("docket checkpoint observer failed after commit",
