@@ -381,10 +381,12 @@ func checkRef(ref GraphRef) error {
 // cache when enabled.
 func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref GraphRef) (*graph.Compiled, error) {
 	key := graphcache.Key{Owner: owner, GraphID: ref.GraphID, Hash: ref.Hash}
+	var generation string
 	if e.cache != nil {
 		if entry, result := e.cache.Get(key); result == graphcache.Hit {
 			return entry.Compiled, nil
 		}
+		generation = e.cache.Generation()
 	}
 	fctx, cancel := e.storeCall(ctx)
 	doc, err := e.backend.FetchGraph(fctx, owner, ref)
@@ -401,7 +403,7 @@ func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref Graph
 			ref.GraphID, ref.Hash, compiled.GraphID, compiled.Hash)
 	}
 	if e.cache != nil {
-		e.cache.PutCompiled(key, compiled)
+		e.cache.PutCompiled(key, generation, compiled)
 	}
 	return compiled, nil
 }

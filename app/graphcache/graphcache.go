@@ -121,15 +121,21 @@ func (c *Cache) Get(k Key) (Entry, Result) {
 	return e.Entry, Hit
 }
 
-// PutCompiled stores a compiled version.
-func (c *Cache) PutCompiled(k Key, g *graph.Compiled) {
-	c.put(k, entry{Entry: Entry{Compiled: g}, generation: c.opts.Generation()})
+// Generation is the host's current generation. Take it before fetching
+// and compiling a version, and store the outcome under it: a node
+// registered meanwhile then invalidates the entry instead of being
+// shadowed by a "does not compile" made without it.
+func (c *Cache) Generation() string { return c.opts.Generation() }
+
+// PutCompiled stores a version compiled under generation.
+func (c *Cache) PutCompiled(k Key, generation string, g *graph.Compiled) {
+	c.put(k, entry{Entry: Entry{Compiled: g}, generation: generation})
 }
 
-// PutIncompatible stores a negative entry with a bounded reason.
-// Undecodable entries expire after UndecodableTTL.
-func (c *Cache) PutIncompatible(k Key, reason string, undecodable bool) {
-	e := entry{Entry: Entry{Reason: reason}, generation: c.opts.Generation()}
+// PutIncompatible stores a negative entry with a bounded reason, found
+// under generation. Undecodable entries expire after UndecodableTTL.
+func (c *Cache) PutIncompatible(k Key, generation, reason string, undecodable bool) {
+	e := entry{Entry: Entry{Reason: reason}, generation: generation}
 	if undecodable {
 		e.expiresAt = c.opts.Now().Add(c.opts.UndecodableTTL)
 	}

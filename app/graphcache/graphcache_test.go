@@ -23,12 +23,12 @@ func TestLookupsReportHitsMissesAndNegativeEntries(t *testing.T) {
 	_, result := c.Get(key(ports.Tenantless(), "h1"))
 	assert.Equal(t, graphcache.Miss, result)
 
-	c.PutCompiled(key(ports.Tenantless(), "h1"), compiled)
+	c.PutCompiled(key(ports.Tenantless(), "h1"), c.Generation(), compiled)
 	e, result := c.Get(key(ports.Tenantless(), "h1"))
 	assert.Equal(t, graphcache.Hit, result)
 	assert.Same(t, compiled, e.Compiled)
 
-	c.PutIncompatible(key(ports.Tenantless(), "h2"), "graph_compilation_failed", false)
+	c.PutIncompatible(key(ports.Tenantless(), "h2"), c.Generation(), "graph_compilation_failed", false)
 	e, result = c.Get(key(ports.Tenantless(), "h2"))
 	assert.Equal(t, graphcache.Incompatible, result)
 	assert.Equal(t, "graph_compilation_failed", e.Reason)
@@ -46,7 +46,7 @@ func TestANewGenerationInvalidatesEntries(t *testing.T) {
 	var mu sync.Mutex
 	gen := "a"
 	c := graphcache.New(graphcache.Options{Generation: func() string { mu.Lock(); defer mu.Unlock(); return gen }})
-	c.PutIncompatible(key(ports.Tenantless(), "h"), "graph_compilation_failed", false)
+	c.PutIncompatible(key(ports.Tenantless(), "h"), c.Generation(), "graph_compilation_failed", false)
 	mu.Lock()
 	gen = "a+new-node"
 	mu.Unlock()
@@ -60,8 +60,8 @@ func TestUndecodableEntriesExpire(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(0, 0)
 	c := graphcache.New(graphcache.Options{UndecodableTTL: time.Minute, Now: func() time.Time { return now }})
-	c.PutIncompatible(key(ports.Tenantless(), "corrupt"), "corrupt_graph", true)
-	c.PutIncompatible(key(ports.Tenantless(), "broken"), "graph_compilation_failed", false)
+	c.PutIncompatible(key(ports.Tenantless(), "corrupt"), c.Generation(), "corrupt_graph", true)
+	c.PutIncompatible(key(ports.Tenantless(), "broken"), c.Generation(), "graph_compilation_failed", false)
 	now = now.Add(59 * time.Second)
 	_, result := c.Get(key(ports.Tenantless(), "corrupt"))
 	assert.Equal(t, graphcache.Incompatible, result)
@@ -76,9 +76,9 @@ func TestTheCacheStaysWithinItsBound(t *testing.T) {
 	t.Parallel()
 	c := graphcache.New(graphcache.Options{MaxEntries: 3})
 	for _, h := range []string{"a", "b", "c", "d", "e"} {
-		c.PutCompiled(key(ports.Tenantless(), h), &graph.Compiled{})
+		c.PutCompiled(key(ports.Tenantless(), h), c.Generation(), &graph.Compiled{})
 		assert.LessOrEqual(t, c.Len(), 3)
 	}
-	c.PutCompiled(key(ports.Tenantless(), "e"), &graph.Compiled{})
+	c.PutCompiled(key(ports.Tenantless(), "e"), c.Generation(), &graph.Compiled{})
 	assert.Equal(t, 3, c.Len(), "replacing an entry evicts nothing")
 }

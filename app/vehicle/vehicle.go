@@ -429,6 +429,7 @@ func (d *drive) now() time.Time { return ports.Micros(d.cfg.Clock.Now()) }
 // claim back when it cannot be used here.
 func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	key := graphcache.Key{Owner: d.lease.Owner, GraphID: d.lease.GraphID, Hash: d.lease.GraphHash}
+	var generation string // the registry this drive compiles against
 	if c := d.cfg.Cache; c != nil {
 		began := time.Now()
 		e, result := c.Get(key)
@@ -440,6 +441,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 		case graphcache.Incompatible:
 			return nil, d.abandon(ctx, e.Reason), false
 		}
+		generation = c.Generation()
 	}
 
 	fctx, span := d.cfg.Telemetry.StartSpan(ctx, ports.FactGraphFetch, ports.Label{Key: ports.LabelGraphID, Value: d.lease.GraphID})
@@ -450,7 +452,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	err = d.timedOut(ctx, "graph fetch", err)
 	switch {
 	case errors.Is(err, ports.ErrCorruptGraph):
-		d.putIncompatible(key, ReasonCorruptGraph, true)
+		d.putIncompatible(key, generation, ReasonCorruptGraph, true)
 		return nil, d.abandon(ctx, ReasonCorruptGraph), false
 	case err != nil && ctx.Err() != nil:
 		return nil, d.interrupted(err), false
@@ -466,17 +468,17 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	span.End(resultOf(err), nil)
 	switch {
 	case err != nil:
-		d.putIncompatible(key, ReasonCompileFailed, false)
+		d.putIncompatible(key, generation, ReasonCompileFailed, false)
 		d.cfg.Logger.Warn("docket stored graph does not compile on this host; handing the claim back",
 			slog.String("graph_id", d.lease.GraphID), slog.String("graph_hash", d.lease.GraphHash),
 			slog.String("error", err.Error()))
 		return nil, d.abandon(ctx, ReasonCompileFailed), false
 	case compiled.GraphID != d.lease.GraphID || compiled.Hash != d.lease.GraphHash:
-		d.putIncompatible(key, ReasonIdentityMismatch, false)
+		d.putIncompatible(key, generation, ReasonIdentityMismatch, false)
 		return nil, d.abandon(ctx, ReasonIdentityMismatch), false
 	}
 	if d.cfg.Cache != nil {
-		d.cfg.Cache.PutCompiled(key, compiled)
+		d.cfg.Cache.PutCompiled(key, generation, compiled)
 	}
 	return d.checkHost(ctx, compiled)
 }
@@ -492,9 +494,9 @@ func Compile(doc *graph.Graph, nodes graph.Implementations, maxSupersteps int) (
 	})
 }
 
-func (d *drive) putIncompatible(key graphcache.Key, reason string, undecodable bool) {
+func (d *drive) putIncompatible(key graphcache.Key, generation, reason string, undecodable bool) {
 	if d.cfg.Cache != nil {
-		d.cfg.Cache.PutIncompatible(key, reason, undecodable)
+		d.cfg.Cache.PutIncompatible(key, generation, reason, undecodable)
 	}
 }
 

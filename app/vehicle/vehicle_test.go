@@ -3,6 +3,7 @@ package vehicle_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,4 +385,44 @@ func TestNodesDoneIsToldBeforeAFailedFinalCommit(t *testing.T) {
 	assert.Equal(t, vehicle.Discarded, out.Kind, "the commit's failure is handled as without the word")
 	assert.Equal(t, 1, calls)
 	assert.False(t, f.info(t).Claimed(), "the claim is still released")
+}
+
+// fetchWatch notes when a drive has read its graph.
+type fetchWatch struct {
+	ports.GraphStore
+	fetched bool
+}
+
+func (s *fetchWatch) FetchGraph(ctx context.Context, owner ports.OwnerScope, ref ports.GraphRef) (*graph.Graph, error) {
+	g, err := s.GraphStore.FetchGraph(ctx, owner, ref)
+	s.fetched = true
+	return g, err
+}
+
+// A node registered while a drive compiles without it heals the graph:
+// the drive's "does not compile" entry belongs to the registry it
+// compiled against, not to the one current when it stored the entry.
+func TestANodeRegisteredDuringACompileHealsTheGraph(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	bare := node.NewRegistry()
+	write, _ := f.nodes.Lookup("t.write")
+	graphs := &fetchWatch{GraphStore: f.store}
+	cache := graphcache.New(graphcache.Options{Generation: func() string {
+		if graphs.fetched && len(bare.Refs()) == 0 { // registered once the drive has read its graph
+			bare.MustRegister("t.write", write)
+		}
+		return strings.Join(bare.Refs(), ",")
+	}})
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Graphs = graphs
+		c.Nodes = bare
+		c.Cache = cache
+	})
+	out := v.Drive(context.Background(), f.claim(t))
+	require.Equal(t, vehicle.Abandoned, out.Kind)
+	require.Equal(t, vehicle.ReasonCompileFailed, out.Reason)
+
+	_, result := cache.Get(graphcache.Key{Owner: ports.Tenantless(), GraphID: "g", Hash: f.info(t).Run.GraphHash})
+	assert.NotEqual(t, graphcache.Incompatible, result, "t.write is registered now: the graph compiles")
 }
