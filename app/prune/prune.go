@@ -141,6 +141,9 @@ func (p *Pruner) Pass(ctx context.Context) (Pass, error) {
 	err := p.pass(ctx, now, &out)
 	result := ports.ResultOK
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// Cut short by its context (the engine stopping), not failed.
+		result = ports.ResultSkipped
 	case err != nil:
 		result = ports.ResultError
 	case out.Locked:

@@ -189,3 +189,23 @@ func TestRunPassesAtStartThenEveryInterval(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A pass cut short because its context ended (the engine stopping) is not
+// a failed pass: Run does not log it, and telemetry does not count it as
+// an error either.
+func TestAPassCutShortByItsContextIsSkippedNotFailed(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{failRuns: context.Canceled}
+	log := &passLog{}
+	p, err := prune.New(store, valid(), prune.Options{Telemetry: log})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = p.Pass(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	store.failRuns = errors.New("database down")
+	_, err = p.Pass(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, []string{ports.ResultSkipped, ports.ResultError}, log.results)
+}
