@@ -179,7 +179,7 @@ func factCounter(name, unit, description string, labels ...string) metricDef {
 func backlogGauge(key, class string) metricDef {
 	return metricDef{
 		Name: "docket.backlog", Kind: gaugeKind, Unit: "{run}",
-		Description: "Due runs seen by the last claim, by candidate class (ready: due and unclaimed; expired: claim past the orphan TTL).",
+		Description: "Due runs seen by the last claim, by candidate class (ready: due and unclaimed; expired: claim past the orphan TTL), each cut at the claim's demand.",
 		From:        []source{{key, asIs}},
 		Fixed:       &fixedAttribute{keyClass, class},
 	}
