@@ -99,11 +99,14 @@ func (e *Engine) signal(ctx context.Context, owner ports.OwnerScope, runID, op s
 			span.End(resultOf(err), nil)
 			return nil, ruleError(op, err)
 		}
-		if proposed != nil {
-			e.afterCommit(ctx, owner, proposed)
-			if dueAt(proposed, e.now()) {
-				e.nudge()
-			}
+		if proposed == nil {
+			// Nothing to change (a repeat): no transition was committed.
+			span.End(ports.ResultSkipped, nil)
+			return stored, nil
+		}
+		e.afterCommit(ctx, owner, proposed)
+		if dueAt(proposed, e.now()) {
+			e.nudge()
 		}
 		span.End(ports.ResultOK, nil)
 		return stored, nil

@@ -434,3 +434,28 @@ func TestAFailedObserverCallIsAnErrorSpanWithItsFailure(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"callback_error": len(calls) / 2, "exception": len(calls) / 2}, results)
 }
+
+// A signal that changes nothing (cancelling a cancelled run) commits
+// nothing: like an idempotent start, its transition is skipped.
+func TestARepeatedSignalIsASkippedTransition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sink := newOtelSink(t)
+	e, err := engine.New(engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry, Telemetry: sink.tel})
+	require.NoError(t, err)
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	for range 2 {
+		cancelled, err := e.CancelRun(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusCancelled, cancelled.Status)
+	}
+
+	var results []string
+	for _, s := range sink.named("docket.lifecycle.transition") {
+		a := attrsOf(s.Attributes)
+		if a["docket.operation"] == "signal" {
+			results = append(results, fmt.Sprintf("%s/%d", a["docket.result"], len(s.Events)))
+		}
+	}
+	assert.Equal(t, []string{"ok/1", "skipped/0"}, results, "result/committed facts of each cancel")
+}
