@@ -383,18 +383,28 @@ func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref Graph
 	key := graphcache.Key{Owner: owner, GraphID: ref.GraphID, Hash: ref.Hash}
 	var generation string
 	if e.cache != nil {
-		if entry, result := e.cache.Get(key); result == graphcache.Hit {
+		// Reported like a vehicle's lookup: a start's miss is the cache's
+		// miss, which the vehicles' hits that follow would otherwise hide.
+		began := time.Now()
+		entry, result := e.cache.Get(key)
+		e.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1, "duration": float64(time.Since(began))},
+			ports.Label{Key: ports.LabelResult, Value: string(result)})
+		if result == graphcache.Hit {
 			return entry.Compiled, nil
 		}
 		generation = e.cache.Generation()
 	}
-	fctx, cancel := e.storeCall(ctx)
-	doc, err := e.backend.FetchGraph(fctx, owner, ref)
+	fctx, span := e.cfg.Telemetry.StartSpan(ctx, ports.FactGraphFetch, ports.Label{Key: ports.LabelGraphID, Value: ref.GraphID})
+	sctx, cancel := e.storeCall(fctx)
+	doc, err := e.backend.FetchGraph(sctx, owner, ref)
 	cancel()
+	span.End(resultOf(err), nil)
 	if err != nil {
 		return nil, err
 	}
+	_, span = e.cfg.Telemetry.StartSpan(ctx, ports.FactGraphCompile, ports.Label{Key: ports.LabelGraphID, Value: ref.GraphID})
 	compiled, err := vehicle.Compile(doc, e.cfg.Nodes, e.cfg.MaxSupersteps)
+	span.End(resultOf(err), nil)
 	if err != nil {
 		return nil, err
 	}

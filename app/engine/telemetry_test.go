@@ -459,3 +459,21 @@ func TestARepeatedSignalIsASkippedTransition(t *testing.T) {
 	}
 	assert.Equal(t, []string{"ok/1", "skipped/0"}, results, "result/committed facts of each cancel")
 }
+
+// Every graph cache lookup is counted, the client's as well as the
+// vehicles': a StartRun that compiles the graph is the cache's miss, and
+// the hit ratio must show it.
+func TestTheClientsGraphCacheLookupsAreCounted(t *testing.T) {
+	t.Parallel()
+	sink := newOtelSink(t)
+	e := startEngine(t, engine.Config{Backend: memory.New(memory.Options{}), Nodes: newKit().registry,
+		Dispatcher: fastDispatch(), Telemetry: sink.tel})
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "x"})
+	require.Equal(t, run.StatusDone, await(t, e.Client, r.ID).Status)
+	require.NoError(t, e.Stop(context.Background()))
+
+	lookups, _ := dataPoints(sink.metrics(t), "docket.graph_cache.lookups")
+	assert.Contains(t, lookups, map[string]string{"docket.result": "miss"}, "the start compiled the graph")
+	assert.Len(t, sink.named("docket.graph.fetch"), 1, "the graph is fetched once, on the miss")
+	assert.Len(t, sink.named("docket.graph.compile"), 1)
+}
