@@ -82,7 +82,11 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 		return passNow.Add(-cfg.EventRetention), passNow.Add(-cfg.RunRetention), nil
 	})
 	if err != nil {
-		span.End(ports.ResultError, nil)
+		result := ports.ResultError
+		if ctx.Err() != nil {
+			result = ports.ResultSkipped // stopped by its caller, not failed
+		}
+		span.End(result, nil)
 		return PruneResult{}, err
 	}
 	result := ports.ResultOK

@@ -93,6 +93,13 @@ func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 	res, err = env.store.PrunePass(ctx, cfg, time.Time{})
 	require.NoError(t, err)
 	assert.WithinDuration(t, time.Now(), res.Now, time.Minute, "without a time, the pass cuts at the database's")
+
+	// A pass its caller stopped (Ctrl-C on docket prune) did not fail.
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	_, err = env.store.PrunePass(stopped, cfg, now)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, ports.ResultSkipped, spans.last(t, "pruner.pass").result)
 }
 
 func TestPrunePassCutoffsInsideAMicrosecondStayStrict(t *testing.T) {
