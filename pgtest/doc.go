@@ -30,6 +30,13 @@
 // DOCKET_TEST_POSTGRES=url|container|local forces one source (auto, the
 // default, is the order above); NewFrom does the same from code.
 //
+// # A database that goes away
+//
+// NewCluster starts a private cluster for one test from the local binaries,
+// which the test may stop (a fast or immediate shutdown, or a SIGKILL of
+// every server process) and start again, to check how code copes with a
+// database restart or crash.
+//
 // # TestMain
 //
 // A package using pgtest should run its tests through Main, which stops the

@@ -39,11 +39,25 @@ type localCluster struct {
 	lock *os.File
 	cmd  *exec.Cmd
 	proc *pgproc.Process
+	// binDir, data and cred start the server again after a Cluster
+	// stopped it.
+	binDir string
+	data   string
+	cred   *syscall.Credential
+	// durable keeps synchronous_commit on: a server that is crashed on
+	// purpose must not lose the commits it acknowledged.
+	durable bool
 }
 
 // startLocal creates and starts a private cluster from the binaries in
 // binDir and returns it as a server.
-func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
+func startLocal(ctx context.Context, binDir string) (*server, error) {
+	return startLocalWith(ctx, binDir, false, nil)
+}
+
+// startLocalWith is startLocal that hands the started cluster to started;
+// durable keeps synchronous_commit on.
+func startLocalWith(ctx context.Context, binDir string, durable bool, started func(*localCluster)) (srv *server, err error) {
 	base := tempBase()
 	sweepStale(base)
 
@@ -51,7 +65,7 @@ func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create a cluster directory: %w", err)
 	}
-	cluster := &localCluster{dir: dir}
+	cluster := &localCluster{dir: dir, binDir: binDir, durable: durable}
 	defer func() {
 		if err != nil {
 			cluster.release()
@@ -83,7 +97,8 @@ func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
 		return nil, fmt.Errorf("initdb in %s: %w\n%s", dir, err, tail(string(out)))
 	}
 
-	if err := cluster.start(binDir, data, cred); err != nil {
+	cluster.data, cluster.cred = data, cred
+	if err := cluster.start(); err != nil {
 		return nil, err
 	}
 	adminURL := (&url.URL{
@@ -101,25 +116,34 @@ func startLocal(ctx context.Context, binDir string) (srv *server, err error) {
 		_ = cluster.stop()
 		return nil, err
 	}
+	if started != nil {
+		started(cluster)
+	}
 	return srv, nil
 }
 
 // start launches postgres in the background through pgproc, so that the
 // server dies with the test process (SIGQUIT).
-func (c *localCluster) start(binDir, data string, cred *syscall.Credential) error {
-	logFile, err := os.Create(filepath.Join(c.dir, "postgres.log"))
+func (c *localCluster) start() error {
+	binDir, data, cred := c.binDir, c.data, c.cred
+	// Appended to, so a restarted server's log follows the first one's.
+	logFile, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("create the cluster log: %w", err)
 	}
 	defer func() { _ = logFile.Close() }()
 
+	synchronous := "off"
+	if c.durable {
+		synchronous = "on"
+	}
 	c.cmd = exec.Command(filepath.Join(binDir, "postgres"),
 		"-D", data,
 		"-p", strconv.Itoa(localPort),
 		"-c", "listen_addresses=",
 		"-c", "unix_socket_directories="+c.dir,
-		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
+		"-c", "fsync=off", // the operating system never crashes under a test
+		"-c", "synchronous_commit="+synchronous,
 		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
 	)

@@ -238,3 +238,34 @@ func clusterDir(t *testing.T, srv *server) string {
 	require.NoError(t, conn.QueryRow(ctx, `SELECT current_setting('unix_socket_directories')`).Scan(&dir))
 	return dir
 }
+
+func TestClusterStopsAndStartsAgainWithItsData(t *testing.T) {
+	t.Parallel()
+	cluster := NewCluster(t)
+	db := cluster.NewDatabase(t)
+	ctx := testContext(t)
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(context.Background()) }()
+	_, err = conn.Exec(ctx, `CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)`)
+	require.NoError(t, err)
+
+	for _, mode := range []Shutdown{ShutdownFast, ShutdownImmediate, ShutdownKill} {
+		cluster.Stop(t, mode)
+		_, err := pgx.Connect(ctx, db.URL)
+		require.Error(t, err, "mode %d: the stopped server accepted a connection", mode)
+		_, err = conn.Exec(ctx, `SELECT 1`)
+		require.Error(t, err, "mode %d: a session survived", mode)
+
+		cluster.Start(t)
+		conn, err = pgx.Connect(ctx, db.URL)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM kept`).Scan(&n))
+		assert.Equal(t, 1, n, "mode %d", mode)
+		_, err = conn.Exec(ctx, `INSERT INTO kept VALUES (1)`)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `DELETE FROM kept WHERE ctid <> (SELECT min(ctid) FROM kept)`)
+		require.NoError(t, err)
+	}
+}
