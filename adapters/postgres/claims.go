@@ -237,7 +237,15 @@ func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.Clai
 	if !ok || !ports.TextID(runID) {
 		return nil
 	}
+	// The pool pings only connections idle for over a second, so after
+	// the server closed its sessions (terminated, or a pooler restarted)
+	// a statement may meet a dead one, once per pooled connection. A
+	// release matches only the current token, so it is tried again on
+	// another connection rather than leaving the run to the orphan TTL.
 	tag, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
+	for retries := s.pool.Stat().MaxConns(); err != nil && retries > 0 && sessionLost(err) && ctx.Err() == nil; retries-- {
+		tag, err = s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
+	}
 	if err != nil {
 		return dbError("release claim", err)
 	}

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +44,24 @@ func pgError(err error) (*pgconn.PgError, bool) {
 	var pgErr *pgconn.PgError
 	ok := errors.As(err, &pgErr)
 	return pgErr, ok
+}
+
+// sessionLost reports whether err says the session a statement was sent
+// on had been closed by the server (SQLSTATE class 57P, operator
+// intervention, or 08, connection exception, or a broken socket), not
+// that the statement failed or that no connection could be opened.
+func sessionLost(err error) bool {
+	var connect *pgconn.ConnectError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.As(err, &connect):
+		return false // a fresh connection failed: the next would too
+	}
+	if pgErr, ok := pgError(err); ok {
+		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
+	}
+	return true
 }
 
 // isViolation reports whether err is SQLSTATE code on constraint.
