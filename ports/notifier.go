@@ -26,6 +26,16 @@ type Notifier interface {
 	Listen(ctx context.Context) (<-chan Wake, error)
 }
 
+// ConnectedNotifier is a Notifier whose subscriptions can be down while
+// their channels stay open (a listener reconnecting to its server). A
+// dispatcher whose notifier reports false counts as not listening, so the
+// writes of its own engine make it poll at once, as a poll-only one does.
+type ConnectedNotifier interface {
+	Notifier
+	// Connected reports whether every open subscription is connected.
+	Connected() bool
+}
+
 // Broadcaster is the in-process Notifier: Announce hands every current
 // listener a Wake. Stores and runners that live in the same process as
 // their dispatcher announce through it only after their write is visible,

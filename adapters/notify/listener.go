@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketgo/docket/ports"
@@ -65,9 +66,17 @@ type Listener struct {
 	maxBackoff time.Duration
 	logger     *slog.Logger
 	telemetry  ports.Telemetry
+	// reconnecting counts the subscriptions that lost their connection
+	// and have not got a new one yet.
+	reconnecting atomic.Int32
 }
 
-var _ ports.Notifier = (*Listener)(nil)
+var _ ports.ConnectedNotifier = (*Listener)(nil)
+
+// Connected reports whether every open subscription of the listener holds
+// a connection: false from a lost connection until its replacement
+// listens again (announcements in between are lost).
+func (l *Listener) Connected() bool { return l.reconnecting.Load() == 0 }
 
 // Schema is the Docket schema whose announcements this listener hears
 // (ListenerConfig.Schema); a store checks it against its own.
@@ -170,7 +179,10 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, out chan ports.Wake)
 			return
 		}
 		l.logger.Warn("docket wake listener lost its connection; reconnecting", slog.String("error", err.Error()))
-		if conn = l.reconnect(ctx); conn == nil {
+		l.reconnecting.Add(1)
+		conn = l.reconnect(ctx)
+		l.reconnecting.Add(-1)
+		if conn == nil {
 			return
 		}
 		// Announcements sent while disconnected are lost: one poll

@@ -164,6 +164,23 @@ func TestListenerReconnectsAfterItsSessionIsTerminated(t *testing.T) {
 	expectWake(t, wakes, "an announcement after the reconnect")
 }
 
+// While a subscription reconnects its announcements are lost, so the
+// listener says it is not connected: a dispatcher then polls after its own
+// engine's writes instead of waiting for a wake that cannot come.
+func TestListenerIsNotConnectedWhileItReconnects(t *testing.T) {
+	t.Parallel()
+	const backoff = 2 * time.Second
+	env := newListenerEnv(t, "reporting", func(c *notify.ListenerConfig) { c.MinBackoff, c.MaxBackoff = backoff, backoff })
+	assert.True(t, env.listener.Connected(), "no subscription is down")
+	wakes, _ := env.listen(t)
+	assert.True(t, env.listener.Connected())
+	env.terminate(t, env.db.Connect(t))
+	require.Eventually(t, func() bool { return !env.listener.Connected() }, arrival, 5*time.Millisecond,
+		"a lost connection is reported")
+	expectWake(t, wakes, "the catch-up Wake after reconnecting")
+	assert.True(t, env.listener.Connected(), "connected again once the new session listens")
+}
+
 func TestListenerWaitsAtLeastMinBackoffBeforeReconnecting(t *testing.T) {
 	t.Parallel()
 	const backoff = 300 * time.Millisecond

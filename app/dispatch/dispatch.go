@@ -242,8 +242,15 @@ func (d *Dispatcher) RequestPoll() {
 
 // Listening reports whether the dispatcher holds a live subscription to
 // the store's wake announcements: a write the store announces then wakes
-// it without RequestPoll.
-func (d *Dispatcher) Listening() bool { return d.subscribed.Load() }
+// it without RequestPoll. A subscription whose notifier says it is not
+// connected (ports.ConnectedNotifier) is not live.
+func (d *Dispatcher) Listening() bool {
+	if !d.subscribed.Load() {
+		return false
+	}
+	n, ok := d.cfg.Notifier.(ports.ConnectedNotifier)
+	return !ok || n.Connected()
+}
 
 // Stop drains: no new claims; a poll in flight is waited for and its
 // leases are released, not launched; then in-flight vehicles and

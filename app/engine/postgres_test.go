@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/docketgo/docket/adapters/postgres"
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/prune"
+	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
 	"github.com/docketgo/docket/ports"
@@ -120,3 +122,50 @@ func TestEnginePrunerWaitsItsTurnBehindAnotherPass(t *testing.T) {
 		return errors.Is(err, engine.ErrNotFound)
 	})
 }
+
+// An engine whose listener is reconnecting hears nothing the store
+// announces meanwhile: its own start makes its dispatcher poll at once, as
+// a poll-only engine's does, instead of waiting for the reconnection.
+func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newPGSchema(t)
+	cfg := s.config.Copy()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	listenConfig := cfg.ConnConfig.Copy()
+	app := fmt.Sprintf("docket-reconnect-%d", time.Now().UnixNano()) // application_name keeps 63 bytes
+	listenConfig.RuntimeParams["application_name"] = app
+	listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: listenConfig, Schema: s.schema,
+		MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	require.NoError(t, err)
+	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: s.schema, Notifier: listener})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	h := &harness{clock: newManualClock(), store: store}
+	k := newKit()
+	ecfg := h.config(k)
+	ecfg.Clock = nil // the store's clock: the database's
+	ecfg.Dispatcher.PollInterval = time.Hour
+	e := startEngine(t, ecfg)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+
+	admin := s.db.Connect(t)
+	require.Eventually(t, func() bool {
+		var listening int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&listening)
+		return err == nil && listening == 1
+	}, awaitLimit, 5*time.Millisecond, "the listener's session")
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !listener.Connected() }, awaitLimit, 5*time.Millisecond)
+
+	r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
+	require.NoError(t, err)
+	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
+	require.NoError(t, err, "the run waited for the listener's reconnection")
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
