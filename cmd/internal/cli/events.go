@@ -200,6 +200,12 @@ type allRunsTail struct {
 	polled time.Time // start of the previous poll
 }
 
+// newAllRunsTail is a tail of every run from cursor, listing runs that
+// started or changed since from.
+func newAllRunsTail(a *app, c *engine.Client, cursor, from time.Time) *allRunsTail {
+	return &allRunsTail{a: a, c: c, cursor: cursor, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+}
+
 func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow bool, interval time.Duration) error {
 	rt, cleanup, err := a.openEngine(ctx, engine.Config{})
 	if err != nil {
@@ -210,7 +216,7 @@ func (a *app) tailAll(ctx context.Context, cursor time.Time, resumed, follow boo
 	if resumed {
 		from = cursor.Add(-tailOverlap)
 	}
-	t := &allRunsTail{a: a, c: a.client(rt), cursor: cursor, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	t := newAllRunsTail(a, a.client(rt), cursor, from)
 	defer func() { a.printCursor(t.cursor.UTC().Format(time.RFC3339Nano), "") }()
 	first := true
 	for {

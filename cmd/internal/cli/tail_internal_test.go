@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,6 +37,24 @@ func (b *commitAfterListing) ListEvents(ctx context.Context, scope ports.Scope, 
 	return page, err
 }
 
+// openStore is a store on the CLI's schema, closed when the test ends.
+func openStore(t *testing.T, pool *pgxpool.Pool, schema string) *postgres.Store {
+	t.Helper()
+	store, err := postgres.New(context.Background(), postgres.Config{Pool: pool, Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// jsonTail is a tail of every run from an hour ago, printing JSON lines
+// into out.
+func jsonTail(c *engine.Client) (tail *allRunsTail, out *bytes.Buffer) {
+	out = &bytes.Buffer{}
+	a := &app{io: IO{Out: out, Err: &bytes.Buffer{}}, json: true}
+	from := time.Now().Add(-time.Hour)
+	return newAllRunsTail(a, c, from, from), out
+}
+
 // TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead: a
 // run that commits its final moment between the tail's read of its events
 // and its read of the run is finished, but its final events are not
@@ -49,19 +68,14 @@ func TestTailAllRunsPrintsTheLastEventsOfARunThatFinishesWhileItIsRead(t *testin
 	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
 
 	ctx := context.Background()
-	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := openStore(t, db.Pool(t), schema)
 	backend := &commitAfterListing{Backend: store, runID: r.RunID, commit: func() {
 		c.ok("runs", "cancel", r.RunID)
 	}}
 	eng, err := engine.New(engine.Config{Backend: backend, Mode: engine.ModeManual})
 	require.NoError(t, err)
 
-	var out bytes.Buffer
-	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
-	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail, out := jsonTail(eng.Client)
 	require.NoError(t, tail.poll(ctx, true))
 	require.NoError(t, tail.poll(ctx, false))
 
@@ -87,9 +101,7 @@ func TestTailAllRunsCursorCoversEventsCommittedDuringAPoll(t *testing.T) {
 	c.okJSON(&late, "runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":10.0}`, "--run-id", "run_b")
 
 	ctx := context.Background()
-	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := openStore(t, db.Pool(t), schema)
 	// Once run_a is read, it commits; the poll goes on reading for longer
 	// than a resume looks back, and run_b commits before it is read.
 	backend := &commitAfterListing{Backend: store, runID: early.RunID, commit: func() {
@@ -100,10 +112,7 @@ func TestTailAllRunsCursorCoversEventsCommittedDuringAPoll(t *testing.T) {
 	eng, err := engine.New(engine.Config{Backend: backend, Mode: engine.ModeManual})
 	require.NoError(t, err)
 
-	var out bytes.Buffer
-	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
-	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail, out := jsonTail(eng.Client)
 	require.NoError(t, tail.poll(ctx, true))
 	lines := jsonLines[eventJSON](t, out.String())
 	require.NotEmpty(t, lines)
@@ -133,16 +142,11 @@ func TestTailAllRunsForgetsFinishedRunsOnceTooOldToBeListedAgain(t *testing.T) {
 	c.ok("runs", "cancel", r.RunID)
 
 	ctx := context.Background()
-	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := openStore(t, db.Pool(t), schema)
 	eng, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual})
 	require.NoError(t, err)
 
-	var out bytes.Buffer
-	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
-	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail, out := jsonTail(eng.Client)
 	tail.polled = time.Now()
 	require.NoError(t, tail.poll(ctx, true))
 	printed := out.Len()
@@ -169,9 +173,7 @@ func TestTailAllRunsKeepsARunsEventsInSequenceOrder(t *testing.T) {
 	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":5000.0}`)
 
 	ctx := context.Background()
-	store, err := postgres.New(ctx, postgres.Config{Pool: db.Pool(t), Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	store := openStore(t, db.Pool(t), schema)
 	driver, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual, Nodes: demo.Registry()})
 	require.NoError(t, err)
 	_, err = driver.DrainRuns(ctx, 0)
@@ -187,10 +189,7 @@ func TestTailAllRunsKeepsARunsEventsInSequenceOrder(t *testing.T) {
 
 	eng, err := engine.New(engine.Config{Backend: store, Mode: engine.ModeManual})
 	require.NoError(t, err)
-	var out bytes.Buffer
-	a := &app{io: IO{Out: &out, Err: &bytes.Buffer{}}, json: true}
-	from := time.Now().Add(-time.Hour)
-	tail := &allRunsTail{a: a, c: eng.Client, cursor: from, from: from, seen: map[string]int64{}, done: map[string]time.Time{}}
+	tail, out := jsonTail(eng.Client)
 	tail.polled = time.Now()
 	require.NoError(t, tail.poll(ctx, true))
 	var seqs []int64
