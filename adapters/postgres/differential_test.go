@@ -716,6 +716,19 @@ func TestDifferentialOddIdentifiers(t *testing.T) {
 	}
 }
 
+// insertDueRun publishes g on b and inserts a tenantless run of it, due
+// at now.
+func insertDueRun(t *testing.T, b ports.Backend, g *graph.Compiled, runID string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g.Effective, Hash: g.Hash})
+	require.NoError(t, err)
+	m, err := superstep.Start(g, superstep.StartParams{RunID: runID, Input: map[string]any{"topic": "x"}}, superstep.Env{Now: now})
+	require.NoError(t, err)
+	_, err = b.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: now})
+	require.NoError(t, err)
+}
+
 // TestDifferentialWaitEndsWithItsContext holds a run under a mutation and
 // lets every writer that waits for it run out of time: both stores must
 // report the caller's context error.
@@ -726,12 +739,7 @@ func TestDifferentialWaitEndsWithItsContext(t *testing.T) {
 	ctx := context.Background()
 	g := diffGraph(t, "diff-a", "one")
 	for _, b := range []ports.Backend{memory.New(memory.Options{Clock: clock}), env.store} {
-		_, err := b.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g.Effective, Hash: g.Hash})
-		require.NoError(t, err)
-		m, err := superstep.Start(g, superstep.StartParams{RunID: "held", Input: map[string]any{"topic": "x"}}, superstep.Env{Now: clock.Now()})
-		require.NoError(t, err)
-		_, err = b.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: clock.Now()})
-		require.NoError(t, err)
+		insertDueRun(t, b, g, "held", clock.Now())
 		batch, err := b.ClaimDue(ctx, claim.Request{Now: clock.Now(), Limit: 1, OrphanTTL: time.Minute, MaxClaimAttempts: 3})
 		require.NoError(t, err)
 		require.Len(t, batch.Leases, 1)
@@ -784,12 +792,7 @@ func TestDifferentialEventPageAtTheLastSeq(t *testing.T) {
 	ctx := context.Background()
 	g := diffGraph(t, "diff-a", "one")
 	for _, b := range []ports.Backend{memory.New(memory.Options{Clock: clock}), env.store} {
-		_, err := b.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g.Effective, Hash: g.Hash})
-		require.NoError(t, err)
-		m, err := superstep.Start(g, superstep.StartParams{RunID: "r", Input: map[string]any{"topic": "x"}}, superstep.Env{Now: clock.Now()})
-		require.NoError(t, err)
-		_, err = b.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: clock.Now()})
-		require.NoError(t, err)
+		insertDueRun(t, b, g, "r", clock.Now())
 		page, err := b.ListEvents(ctx, ports.Tenantless(), "r", ports.ListEventsParams{AfterSeq: math.MaxInt64, Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, page.Events, "%T", b)
