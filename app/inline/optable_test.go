@@ -89,16 +89,7 @@ func TestStepAndResumeByRunStatus(t *testing.T) {
 	}
 	for _, tt := range step {
 		next, cps, err := inline.StepInline(ctx, tt.r, tt.g, k.options()...)
-		if tt.err != nil {
-			assert.ErrorIs(t, err, tt.err, tt.name)
-		} else {
-			assert.NoError(t, err, tt.name)
-		}
-		if len(tt.types) == 0 {
-			assert.Empty(t, cps, tt.name)
-		} else {
-			assert.Equal(t, tt.types, types(cps), tt.name)
-		}
+		assertOutcome(t, tt.name, cps, err, tt.types, tt.err)
 		if tt.same {
 			assert.Same(t, tt.r, next, tt.name)
 		}
@@ -118,16 +109,7 @@ func TestStepAndResumeByRunStatus(t *testing.T) {
 	}
 	for _, tt := range resume {
 		_, cps, err := inline.ResumeInline(ctx, tt.g, tt.r, k.options()...)
-		if tt.err != nil {
-			assert.ErrorIs(t, err, tt.err, tt.name)
-		} else {
-			assert.NoError(t, err, tt.name)
-		}
-		if len(tt.types) == 0 {
-			assert.Empty(t, cps, tt.name)
-		} else {
-			assert.Equal(t, tt.types, types(cps), tt.name)
-		}
+		assertOutcome(t, tt.name, cps, err, tt.types, tt.err)
 		for _, cp := range cps {
 			assert.Equal(t, true, cp.Events[0].Payload["resumed"], tt.name)
 		}
@@ -139,4 +121,20 @@ func cancelledRun(t *testing.T, r *run.Run) *run.Run {
 	m, err := superstep.Cancel(r, superstep.Env{Now: frozenNow})
 	require.NoError(t, err)
 	return m.Run
+}
+
+// assertOutcome checks a call's error (wantErr, or none) and the types of
+// the checkpoints it returned (none when want is empty).
+func assertOutcome(t *testing.T, name string, cps []run.Checkpoint, err error, want []run.CheckpointType, wantErr error) {
+	t.Helper()
+	if wantErr != nil {
+		assert.ErrorIs(t, err, wantErr, name)
+	} else {
+		assert.NoError(t, err, name)
+	}
+	if len(want) == 0 {
+		assert.Empty(t, cps, name)
+	} else {
+		assert.Equal(t, want, types(cps), name)
+	}
 }
