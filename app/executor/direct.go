@@ -62,7 +62,8 @@ func (d *Direct) Deadline() time.Time { return d.deadline }
 // Call calls the node on the calling goroutine and returns the attempt's
 // result, classified as Execute classifies it (a panic is a retryable
 // failure). It returns false when the attempt was abandoned before the node
-// returned: the result is dropped. If the node calls runtime.Goexit, Call
+// returned: the result is dropped. A node that ends after the attempt's
+// deadline settles it as a timeout, however soon its watcher wakes. If the node calls runtime.Goexit, Call
 // does not return; the attempt settles as exited and Exited reports it to
 // the goroutine's deferred functions.
 func (d *Direct) Call() (r superstep.Result, owned bool) {
@@ -78,10 +79,19 @@ func (d *Direct) Call() (r superstep.Result, owned bool) {
 			// is exiting through runtime.Goexit.
 			r = failure(ReasonExited, true)
 		}
+		if d.overran() {
+			r = Timeout()
+		}
 		owned = d.settle(r)
 	}()
 	out, err := d.node.Call(&d.ctx, node.Input{State: d.view, Config: d.config, Task: d.ctx.task})
 	returned = true
+	if d.overran() {
+		// The watcher has not abandoned the attempt yet, but the result
+		// is late all the same: it is dropped as Execute drops it.
+		r = Timeout()
+		return r, d.settle(r)
+	}
 	if !d.state.CompareAndSwap(directRunning, directSettled) {
 		return superstep.Result{}, false
 	}
@@ -90,6 +100,9 @@ func (d *Direct) Call() (r superstep.Result, owned bool) {
 	d.result = r
 	return r, true
 }
+
+// overran says the attempt's own deadline has passed.
+func (d *Direct) overran() bool { return !time.Now().Before(d.deadline) }
 
 // settle records r as the attempt's result unless it was abandoned.
 func (d *Direct) settle(r superstep.Result) bool {

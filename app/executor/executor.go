@@ -139,7 +139,8 @@ type attempt struct {
 // failure it ended with (a panic, runtime.Goexit, an unknown
 // implementation). The waiter classifies a raw return, so the node
 // goroutine's stack holds little beyond the node's own calls. late is true
-// when the attempt's context had already ended when the node returned.
+// when the attempt's context had already ended, or its deadline passed,
+// when the node returned.
 type report struct {
 	out    node.Output
 	err    error
@@ -265,7 +266,7 @@ func (b *batch) finish(parent context.Context) {
 
 // run calls the node of attempt i and reports exactly once, whether the
 // node returns, panics or calls runtime.Goexit.
-func (b *batch) run(ctx context.Context, n node.Node, in node.Input, i int) {
+func (b *batch) run(ctx *attemptContext, n node.Node, in node.Input, i int) {
 	var (
 		rep      report
 		returned bool
@@ -282,7 +283,10 @@ func (b *batch) run(ctx context.Context, n node.Node, in node.Input, i int) {
 			}
 			rep.failed = &f
 		}
-		rep.late = ctx.Err() != nil
+		// Returned after its deadline is late even when the waiter has
+		// not woken yet to end the context: the result must not depend on
+		// how soon the waiter is scheduled.
+		rep.late = ctx.Err() != nil || !time.Now().Before(ctx.deadline)
 		b.attempts[i].report = rep
 		b.done <- i
 	}()

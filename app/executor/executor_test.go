@@ -406,3 +406,32 @@ func TestAttemptContextEndsWithTheCallerAndAfterExecute(t *testing.T) {
 	assert.ErrorIs(t, ctx.Err(), context.Canceled)
 	assert.Equal(t, cause, context.Cause(ctx), "the caller's cause reaches the attempt")
 }
+
+// overrun ignores its context and returns an update once its deadline has
+// passed, keeping the processor busy meanwhile: with one processor nothing
+// else runs (the waiter's timer included) until it has returned.
+func overrun(ctx context.Context, _ node.Input) (node.Output, error) {
+	deadline, _ := ctx.Deadline()
+	for time.Now().Before(deadline.Add(2 * time.Millisecond)) {
+	}
+	return node.Update(map[string]any{"out": "late"}), nil
+}
+
+func TestAResultReturnedAfterTheDeadlineIsATimeoutHoweverLateTheWaiterWakes(t *testing.T) {
+	// Not parallel: it runs alone on one processor.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	reg := node.NewRegistry().MustRegister("overrun", call(overrun))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Second}
+	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}
+	for range 20 {
+		results := execute(t, e, withTimeout(activation("a", "overrun"), 5), withTimeout(activation("b", "overrun"), 5))
+		require.Equal(t, []superstep.Result{timeout, timeout}, results, "Execute")
+
+		act := withTimeout(activation("a", "overrun"), 5)
+		d, _ := e.Prepare(context.Background(), "run_1", &act)
+		require.NotNil(t, d)
+		result, owned := d.Call() // no watcher abandons it
+		assert.True(t, owned)
+		require.Equal(t, timeout, result, "a direct attempt")
+	}
+}

@@ -265,3 +265,23 @@ func TestANodeWritingToItsOwnedViewChangesNeitherTheRunNorItsRetry(t *testing.T)
 		assert.Equal(t, map[string]any{"a": "v"}, task.Snapshot)
 	}
 }
+
+func TestAResultReturnedAfterTheDeadlineIsDroppedHoweverLateTheWatchdogWakes(t *testing.T) {
+	// Not parallel: it runs alone on one processor, where the busy node
+	// keeps the watchdog (or the expiry timer) from running until it has
+	// returned.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	reg, g := misbehaving(t, func(ctx context.Context) (node.Output, error) {
+		deadline, _ := ctx.Deadline()
+		for time.Now().Before(deadline.Add(2 * time.Millisecond)) {
+		}
+		return node.Update(map[string]any{"b": "late"}), nil
+	})
+	for range 10 {
+		for _, opts := range [][]inline.Option{options(reg), calling(reg)} {
+			r, cps, err := inline.RunInline(context.Background(), g, nil, opts...)
+			retriedOnce(t, r, cps, err, "timeout")
+			assert.Equal(t, "v", r.Channels["state:b"].Value)
+		}
+	}
+}
