@@ -112,6 +112,29 @@ func TestGraphValidate(t *testing.T) {
 		assert.Contains(t, res.stderr, "invalid_document")
 	})
 
+	t.Run("a malformed file does not hide the other files' reports", func(t *testing.T) {
+		malformed := graphFile(t, `{"schema_version":1,"id":"g","nodes":{"a":{"bogus":1}}}`)
+		invalid := graphFile(t, `{"schema_version":1,"id":"bad","edges":{"x":{"from":"$start","to":"ghost"}}}`)
+
+		res := c.run("graph", "validate", valid, malformed, invalid, "--json")
+		require.Equal(t, ExitUsage, res.code, res.stderr)
+		assert.Contains(t, res.stderr, "invalid_document")
+		var out []validationJSON
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+		require.Len(t, out, 3, "every file gets a report")
+		assert.True(t, out[0].Valid)
+		assert.False(t, out[1].Valid)
+		assert.Contains(t, out[1].Error, "nodes.a.bogus")
+		assert.False(t, out[2].Valid)
+		require.NotEmpty(t, out[2].Diagnostics)
+		assert.Equal(t, "unknown_edge_target", out[2].Diagnostics[0].Code)
+
+		res = c.run("graph", "validate", malformed, valid)
+		require.Equal(t, ExitUsage, res.code, res.stderr)
+		assert.Contains(t, res.stdout, malformed+": not a graph document: ")
+		assert.Contains(t, res.stdout, valid+`: graph "`+demo.GraphID+`" is valid`)
+	})
+
 	t.Run("unknown nodes need --any-nodes", func(t *testing.T) {
 		custom := graphFile(t, `{"schema_version":1,"id":"custom","nodes":{"a":{"implementation":{"type":"module","implementation":"mine.node"}}},
 			"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)

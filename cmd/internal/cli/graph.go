@@ -129,6 +129,7 @@ type validationJSON struct {
 	GraphID     string           `json:"graph_id,omitempty"`
 	Valid       bool             `json:"valid"`
 	Hash        string           `json:"hash,omitempty"`
+	Error       string           `json:"error,omitempty"` // the file is not a graph document
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 }
 
@@ -139,10 +140,14 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 	}
 	var results []validationJSON
 	invalid := 0
+	var unreadable []error
 	for _, file := range files {
 		g, err := a.readGraph(file)
 		if err != nil {
-			return err
+			// One unreadable file must not hide the reports of the others.
+			unreadable = append(unreadable, err)
+			results = append(results, validationJSON{File: file, Error: strings.TrimPrefix(oneLine(err.Error()), file+": "), Diagnostics: []diagnosticJSON{}})
+			continue
 		}
 		res := validationJSON{File: file, GraphID: g.ID, Valid: true, Diagnostics: []diagnosticJSON{}}
 		for _, d := range graph.Verify(g, impls, graph.Options{Profile: graph.ProfilePublish}) {
@@ -170,6 +175,10 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 		}
 	} else {
 		for _, res := range results {
+			if res.Error != "" {
+				fmt.Fprintf(a.io.Out, "%s: not a graph document: %s\n", res.File, res.Error)
+				continue
+			}
 			if res.Valid {
 				fmt.Fprintf(a.io.Out, "%s: graph %q is valid (hash %s)\n", res.File, res.GraphID, res.Hash)
 			} else {
@@ -179,6 +188,9 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 				fmt.Fprintf(a.io.Out, "  %-7s %s at %s: %s\n", d.Severity, d.Code, d.Path, d.Message)
 			}
 		}
+	}
+	if len(unreadable) > 0 {
+		return usageErr(fmt.Errorf("%d of %d file(s) are not graph documents; the first: %w", len(unreadable), len(files), unreadable[0]))
 	}
 	if invalid > 0 {
 		return failuref("%d of %d graph document(s) are invalid", invalid, len(files))
