@@ -73,6 +73,25 @@ func TestPublishedSchemaListsTheCodecKeys(t *testing.T) {
 	})
 }
 
+// Documents a JSON Schema validator accepts but Parse refuses: the root
+// description must name each of these limits.
+func TestPublishedSchemaNamesWhatItCannotExpress(t *testing.T) {
+	t.Parallel()
+	description, _ := loadPublishedSchema(t)["description"].(string)
+	for doc, limit := range map[string]string{
+		`{"schema_version":1,"id":"g","metadata":{"n":9223372036854775808}}`: "signed 64-bit integer",
+		`{"schema_version":1,"id":"g","metadata":{"n":1e400}}`:               "finite 64-bit float",
+		`{"schema_version":1,"id":"g","description":"\udc00"}`:               "lone surrogate",
+		`{"schema_version":1,"id":"g","id":"h"}`:                             "repeat a key",
+		`{"schema_version":1.0,"id":"g"}`:                                    "without a fraction or exponent",
+		`{"schema_version":1,"id":"g","metadata":{"deep":` + strings.Repeat("[", value.MaxDepth) + strings.Repeat("]", value.MaxDepth) + `}}`: fmt.Sprintf("nest at most %d deep", value.MaxDepth),
+	} {
+		_, err := graph.Parse([]byte(doc))
+		require.ErrorIs(t, err, graph.ErrInvalidDocument, doc)
+		assert.Contains(t, description, limit, "the schema's description does not say why Parse refuses %s", doc)
+	}
+}
+
 func TestPublishedSchemaAcceptsWhatTheCodecWrites(t *testing.T) {
 	t.Parallel()
 	validator := newJSONSchemaValidator(loadPublishedSchema(t))
