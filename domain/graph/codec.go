@@ -144,7 +144,8 @@ func (g *Graph) UnmarshalJSON(data []byte) error {
 //
 // It fails with a *DocumentError: CodeNonDurableValue when content is not
 // portable (a "$" key, a Go value outside the portable model, invalid
-// UTF-8), CodeUnsupportedSchemaVersion for a version above SchemaVersion,
+// UTF-8, nesting deeper than value.MaxDepth from the document's root),
+// CodeUnsupportedSchemaVersion for a version above SchemaVersion,
 // CodeInvalidDocument when a structural value has no wire form (an
 // unknown field kind, reducer type, guard op or schema type, a nil record,
 // a non-guard argument of all/any/not, a passthrough implementation tagged
@@ -478,9 +479,10 @@ func wireNonDurable(path string, err error) error {
 
 // FromMap parses a wire map (portable-shaped, as value.DecodeJSON returns
 // it). It rejects unknown keys, bad shapes, unknown field kinds, reducer
-// types, guard ops and schema types, "$" keys in open content, and invalid
-// UTF-8 with a *DocumentError of code CodeInvalidDocument, and a
-// schema_version above SchemaVersion with CodeUnsupportedSchemaVersion.
+// types, guard ops and schema types, "$" keys in open content, invalid
+// UTF-8 and nesting deeper than value.MaxDepth with a *DocumentError of
+// code CodeInvalidDocument, and a schema_version above SchemaVersion with
+// CodeUnsupportedSchemaVersion.
 // Record IDs are taken from the map keys; a field without "kind" takes its
 // section's kind; null for an optional key means absent. Empty open maps and
 // lists load as nil. It does not compile the document: ID syntax, kinds
@@ -997,9 +999,19 @@ func wireJoin(path, rel string) string {
 	return path + "." + rel
 }
 
-// wireCheckUTF8 rejects strings and keys that are not valid UTF-8, which
-// JSON cannot carry faithfully; the first offender in sorted order is named.
+// wireCheckUTF8 rejects what JSON cannot carry faithfully: strings and keys
+// that are not valid UTF-8, and nesting deeper than value.MaxDepth counted
+// from the document's root, as value.DecodeJSON counts it (open content is
+// checked only below its own key). The first offender in sorted order is
+// named.
 func wireCheckUTF8(v any, path string) *DocumentError {
+	return wireCheckText(v, path, 0)
+}
+
+func wireCheckText(v any, path string, depth int) *DocumentError {
+	if depth > value.MaxDepth {
+		return wireInvalid(path, "the document nests deeper than %d levels", value.MaxDepth)
+	}
 	switch x := v.(type) {
 	case string:
 		if !utf8.ValidString(x) {
@@ -1007,7 +1019,7 @@ func wireCheckUTF8(v any, path string) *DocumentError {
 		}
 	case []any:
 		for i, e := range x {
-			if err := wireCheckUTF8(e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			if err := wireCheckText(e, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
 				return err
 			}
 		}
@@ -1016,7 +1028,7 @@ func wireCheckUTF8(v any, path string) *DocumentError {
 			if !utf8.ValidString(k) {
 				return wireInvalid(path, "a key is not valid UTF-8")
 			}
-			if err := wireCheckUTF8(x[k], wireJoin(path, k)); err != nil {
+			if err := wireCheckText(x[k], wireJoin(path, k), depth+1); err != nil {
 				return err
 			}
 		}

@@ -882,3 +882,53 @@ func TestParseRefusesWhatJSONCannotCarryFaithfully(t *testing.T) {
 		assert.Equal(t, graph.CodeInvalidDocument, de.Code)
 	}
 }
+
+// Open content may nest up to value.MaxDepth below its own key, but the
+// JSON parser counts from the document's root: whatever ToMap writes must
+// still parse, and a stored graph must load again.
+func TestWhatMarshalJSONWritesParseReadsAtTheNestingLimit(t *testing.T) {
+	t.Parallel()
+	for depth := value.MaxDepth - 4; depth <= value.MaxDepth; depth++ {
+		for _, leaf := range []any{"x", []any{}} {
+			var deep any = leaf
+			for range depth {
+				deep = []any{deep}
+			}
+			for name, g := range map[string]*graph.Graph{
+				"metadata": {SchemaVersion: 1, ID: "g", Metadata: map[string]any{"deep": deep}},
+				"default":  {SchemaVersion: 1, ID: "g", Fields: map[string]*graph.Field{"f": {ID: "f", Kind: graph.KindState, Default: deep}}},
+				"guard": {SchemaVersion: 1, ID: "g", Edges: map[string]*graph.Edge{"e": {ID: "e",
+					Guard: &graph.Guard{Op: graph.OpNot, Args: []any{&graph.Guard{Op: graph.OpEquals, Args: []any{"f", deep}}}}}}},
+			} {
+				data, err := g.MarshalJSON()
+				if err != nil {
+					requireWireError(t, err, graph.CodeNonDurableValue)
+					if name == "metadata" {
+						// Publishing it would have stored bytes that never load again.
+						_, err = graph.Compile(g, nil, graph.Options{})
+						var ce *graph.CompileError
+						require.ErrorAs(t, err, &ce)
+						assert.Equal(t, graph.CodeNonDurableGraphValue, ce.Diagnostics[0].Code)
+					}
+					continue
+				}
+				_, err = graph.Parse(data)
+				require.NoError(t, err, "%s nested %d deep: MarshalJSON wrote a document Parse refuses", name, depth)
+			}
+			// FromMap refuses what Parse would.
+			_, err := graph.FromMap(map[string]any{"schema_version": int64(1), "id": "g", "metadata": map[string]any{"deep": deep}})
+			if _, parseErr := graph.Parse(mustCanonical(t, map[string]any{"schema_version": int64(1), "id": "g", "metadata": map[string]any{"deep": deep}})); parseErr != nil {
+				requireWireError(t, err, graph.CodeInvalidDocument)
+			} else {
+				require.NoError(t, err)
+			}
+		}
+	}
+}
+
+func mustCanonical(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := value.Canonical(v)
+	require.NoError(t, err)
+	return b
+}
