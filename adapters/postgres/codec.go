@@ -231,8 +231,13 @@ func (e *eventRow) decode(runID string) (run.Event, error) {
 	}, nil
 }
 
+// payloadLevels bounds the levels of an event payload's own structure
+// above the portable values it carries (run_completed's outputs map), so
+// a value as deep as value.MaxDepth reads back.
+const payloadLevels = 4
+
 func decodeMap(b []byte) (map[string]any, error) {
-	v, err := value.DecodeJSON(b)
+	v, err := value.DecodeJSONEnvelope(b, nil, payloadLevels)
 	if err != nil {
 		return nil, err
 	}

@@ -468,7 +468,7 @@ func compareFirstUnit(a, b rune) int {
 // Decode parses bytes written by Encode and validates the run. Errors wrap
 // ErrCorruptRun; a run that breaks an invariant also matches ErrInvalidRun.
 func Decode(b []byte) (*Run, error) {
-	doc, err := value.DecodeJSONWords(b, documentWords)
+	doc, err := value.DecodeJSONEnvelope(b, documentWords, documentLevels)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
 	}
@@ -868,6 +868,11 @@ func kindOf(v any) string {
 // (statuses, kinds, timer and write kinds), each held once, so decoding a
 // document allocates no string for them: a run is decoded at every claim,
 // and these words are most of its strings.
+// documentLevels bounds the levels of the run document's own structure
+// above a portable value (three at most: active_tasks, a task, its
+// snapshot), so a value as deep as value.MaxDepth reads back.
+const documentLevels = 8
+
 var documentWords = func() map[string]string {
 	words := []string{
 		// keys

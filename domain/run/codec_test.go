@@ -364,3 +364,38 @@ func BenchmarkDecodeSmall(b *testing.B) {
 		ChangedChannels: []string{"edge:e_n00", "input:in"}, Metadata: map[string]any{}}
 	benchmarkDecode(b, r)
 }
+
+// A value as deep as value.MaxDepth is portable, so a run holding one in
+// a channel or in a parked task's snapshot must read back: a stored
+// document its own decoder refuses would strand the run.
+func TestValuesAsDeepAsPortableRoundTrip(t *testing.T) {
+	var deep any = "leaf"
+	for range value.MaxDepth - 1 {
+		deep = []any{deep}
+	}
+	require.NoError(t, value.Check(map[string]any{"k": deep}))
+	r, _ := retryParkPair()
+	require.NotEmpty(t, r.ActiveTasks)
+	for id, c := range r.Channels {
+		c.Value = deep
+		r.Channels[id] = c
+	}
+	for id, task := range r.ActiveTasks {
+		task.Snapshot = map[string]any{"k": deep}
+		task.InputHash = InputHash(task.Snapshot)
+		r.ActiveTasks[id] = task
+	}
+	b, err := Encode(r)
+	require.NoError(t, err)
+	back, err := Decode(b)
+	require.NoError(t, err, "what Encode writes, Decode reads")
+	again, err := Encode(back)
+	require.NoError(t, err)
+	assert.Equal(t, b, again)
+
+	// One level more is not portable, and not a document either.
+	levels := value.MaxDepth + 10 // beyond what any run document holds
+	tooDeep := strings.Repeat("[", levels) + strings.Repeat("]", levels)
+	_, err = Decode([]byte(`{"channels":` + tooDeep + `}`))
+	assert.ErrorContains(t, err, "nesting deeper")
+}

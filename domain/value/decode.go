@@ -27,6 +27,18 @@ func DecodeJSON(b []byte) (any, error) { return DecodeJSONWords(b, nil) }
 // key's value, so it allocates nothing. The map must not change while it
 // is used.
 func DecodeJSONWords(b []byte, words map[string]string) (any, error) {
+	return decodeJSON(b, words, 0)
+}
+
+// DecodeJSONEnvelope is DecodeJSONWords for a document that holds
+// portable values below up to envelope levels of its own structure (a run
+// document, an event payload): those levels do not count toward MaxDepth,
+// so every value Check accepts reads back from the document that stored it.
+func DecodeJSONEnvelope(b []byte, words map[string]string, envelope int) (any, error) {
+	return decodeJSON(b, words, max(envelope, 0))
+}
+
+func decodeJSON(b []byte, words map[string]string, envelope int) (any, error) {
 	stack := memberStacks.Get().(*[]member)
 	p := parser{b: b, members: (*stack)[:0], words: words}
 	defer func() {
@@ -43,7 +55,7 @@ func DecodeJSONWords(b []byte, words map[string]string) (any, error) {
 		}
 	}()
 	p.space()
-	v := p.value(0)
+	v := p.value(-envelope)
 	if p.err == nil {
 		p.space()
 		if p.i < len(p.b) {
