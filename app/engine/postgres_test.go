@@ -168,4 +168,3 @@ func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
 	require.NoError(t, err, "the run waited for the listener's reconnection")
 	assert.Equal(t, run.StatusDone, done.Status)
 }
-
