@@ -624,13 +624,14 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 			d.cancelPoll()
 			// The cancelled claim returns soon: release what it got and end
 			// its span without holding up the shutdown. Its callback, if
-			// any, runs after Stop, bounded by the grace alone.
-			go func() {
+			// any, runs after Stop, bounded by the grace alone. It gets its
+			// own copy of inFlight, which the shutdown goes on updating.
+			go func(inFlight int) {
 				_, poisoned := d.handle(context.Background(), <-d.pollDone, inFlight, true)
 				cbCtx, cancel := context.WithTimeout(context.WithoutCancel(d.callbackCtx), shutdownGrace)
 				defer cancel()
 				d.callOnPoisoned(cbCtx, d.logPoisoned(poisoned))
-			}()
+			}(inFlight)
 		}
 	}
 	d.cancelPoll()

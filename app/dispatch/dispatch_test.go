@@ -562,3 +562,30 @@ func TestListeningIsTrueOnlyWhileASubscriptionIsLive(t *testing.T) {
 	assert.False(t, pollOnly.Listening())
 	require.NoError(t, pollOnly.Stop(context.Background()))
 }
+
+// cancelledClaimStore's claims return their leases only once their
+// context is cancelled, as a claim interrupted after it committed does.
+type cancelledClaimStore struct{ *fakeStore }
+
+func (s cancelledClaimStore) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	s.entered <- 1
+	<-ctx.Done()
+	return leases("r", 2), nil
+}
+
+// A poll still running at the drain deadline is cancelled and handed off
+// to a goroutine that releases its leases; that goroutine shares nothing
+// unsynchronized with the rest of the shutdown (run with -race).
+func TestAPollOutlastingTheDrainDeadlineIsHandledAfterStop(t *testing.T) {
+	t.Parallel()
+	base := newFakeStore(nil)
+	d := newDispatcher(t, base, func(c *dispatch.Config) {
+		c.Runs = cancelledClaimStore{base}
+		c.DrainTimeout = 20 * time.Millisecond
+	})
+	require.NoError(t, d.Start(context.Background()))
+	base.waitCall(t, 1)
+	require.NoError(t, d.Stop(context.Background()))
+	require.Eventually(t, func() bool { return len(base.releases()) == 2 }, wait, time.Millisecond)
+	assert.ElementsMatch(t, []string{"r0", "r1"}, base.releases(), "the late poll's leases are handed back")
+}
