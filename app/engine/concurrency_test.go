@@ -640,3 +640,51 @@ func TestABarrierInACycleFiresOncePerRoundAcrossYieldingEngines(t *testing.T) {
 		}
 	})
 }
+
+// Several cancellations of one fan-out race each other from two engines
+// while its branches run: one commits, the others are repeats that return
+// the cancelled run unchanged, and the history has one terminal event.
+func TestConcurrentCancellationsCommitOnce(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		const n = 8
+		ctx := context.Background()
+		gate := newSharedGate()
+		joined := make(chan int, 4)
+		e, _ := stealingEngines(t, h, gate, joined)
+		other, err := engine.New(h.config(newKit()))
+		require.NoError(t, err)
+		clients := []*engine.Client{e.Client, other.Client}
+
+		r := saveAndStart(t, e.Client, build(t, gatedFan(n)), nil)
+		gate.waitStarted(t, n)
+		start := make(chan struct{})
+		type result struct {
+			r   *run.Run
+			err error
+		}
+		results := make(chan result, 4)
+		for i := range 4 {
+			go func() {
+				<-start
+				got, err := clients[i%2].CancelRun(ctx, r.ID)
+				results <- result{got, err}
+			}()
+		}
+		close(start)
+		seqs := map[int64]int{}
+		for range 4 {
+			res := <-results
+			require.NoError(t, res.err)
+			assert.Equal(t, run.StatusCancelled, res.r.Status)
+			seqs[res.r.CheckpointSeq]++
+		}
+		close(gate.release)
+		assert.Len(t, seqs, 1, "every caller sees the one cancellation")
+		time.Sleep(50 * time.Millisecond)
+		final, err := e.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusCancelled, final.Status)
+		requireHistory(t, final, allEvents(t, e.Client, r.ID))
+	})
+}
