@@ -688,3 +688,77 @@ func TestConcurrentCancellationsCommitOnce(t *testing.T) {
 		requireHistory(t, final, allEvents(t, e.Client, r.ID))
 	})
 }
+
+// A branch asks while its sibling fails and waits out a retry backoff;
+// the question is held with the round until the retry settles it, then
+// the answer is sent twice at once. One wins, and the round completes
+// with the answer applied once and the join firing once.
+func TestAnswersRacingASiblingsRetryBackoff(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		joined := make(chan int, 4)
+		registerFanNodes(k, joined)
+		e := startEngine(t, h.config(k))
+
+		g := graph.New("ask-and-retry").
+			State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
+			State("joined", schema.Float()).
+			State("answer_ask", schema.String()).
+			State("out", schema.String()).
+			Node("fan", refEcho).
+			Node("ask", refAskAppend, cfg("resume_field", "answer_ask")).
+			Node("flaky", refFlaky, cfg("failures", 1.0, "field", "out", "value", "done"), graph.Retry(3, 60_000)).
+			Node("combine", refCountLog).
+			Edge("edge_start_fan", graph.Start, "fan").
+			Edge("edge_fan_ask", "fan", "ask").
+			Edge("edge_fan_flaky", "fan", "flaky").
+			Join("edge_join", []string{"ask", "flaky"}, "combine").
+			Edge("edge_combine_finish", "combine", graph.Finish).
+			Output("log", "").
+			Output("out", "")
+		r := saveAndStart(t, e.Client, build(t, g), nil)
+		// The interrupt is held with the round until the retry settles it.
+		waitParked(t, e.Client, r.ID)
+		parked, err := e.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		require.Empty(t, parked.Interrupts)
+		h.clock.Advance(time.Minute)
+		parked = await(t, e.Client, r.ID)
+		require.Equal(t, run.StatusWaiting, parked.Status)
+		require.Len(t, parked.Interrupts, 1)
+		var iid string
+		for iid = range parked.Interrupts {
+		}
+
+		errs := make(chan error, 2)
+		for i := range 2 {
+			go func() {
+				_, err := e.ResolveInterrupt(ctx, r.ID, iid, fmt.Sprintf("answer-%d", i))
+				errs <- err
+			}()
+		}
+		wins := 0
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+				wins++
+			case !errors.Is(err, engine.ErrInactiveRun): // else the run finished first
+				assert.ErrorIs(t, err, superstep.ErrAlreadyResolved)
+			}
+		}
+		assert.Equal(t, 1, wins)
+
+		done := await(t, e.Client, r.ID)
+		require.Equal(t, run.StatusDone, done.Status)
+		requireHistory(t, done, allEvents(t, e.Client, r.ID))
+		log, _ := done.Output["log"].([]any)
+		assert.Len(t, log, 1, "the answer is applied once")
+		assert.Equal(t, "done", done.Output["out"])
+		assert.Len(t, k.attemptsOf("ask"), 2)
+		assert.Len(t, k.attemptsOf("flaky"), 2)
+		assert.Len(t, k.attemptsOf("combine"), 1)
+		assert.Equal(t, 1, <-joined)
+	})
+}
