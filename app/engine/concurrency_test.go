@@ -354,6 +354,16 @@ func TestAStolenFanOutCommitsItsRoundOnce(t *testing.T) {
 		assert.Equal(t, float64(n), done.Output["joined"])
 		assert.Equal(t, 1, attemptsOn(kits, "combine"), "the barrier fires once")
 		assert.Equal(t, n, <-joined)
+		for i := range n {
+			id := fmt.Sprintf("b%d", i)
+			keys := map[string]bool{}
+			for _, k := range kits {
+				for _, task := range k.attemptsOf(id) {
+					keys[task.IdempotencyKey] = true
+				}
+			}
+			assert.Len(t, keys, 1, "the thief replays %s's attempt with its identity", id)
+		}
 		assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted,
 			run.CheckpointStepCommitted, run.CheckpointStepCommitted, run.CheckpointRunCompleted}, checkpointTypes(events))
 	})
