@@ -772,3 +772,41 @@ func TestAnswersRacingASiblingsRetryBackoff(t *testing.T) {
 		assert.Equal(t, 1, <-joined)
 	})
 }
+
+// Eight branches with eight different timeouts all overrun them in one
+// superstep, with no retry left: the run fails once, on the round's
+// timeouts, and its history is whole.
+func TestAFanOutOfStaggeredTimeoutsFailsTheRunOnce(t *testing.T) {
+	t.Parallel()
+	wakeModes(t, func(t *testing.T, h *harness) {
+		const n = 8
+		gate := newSharedGate()
+		joined := make(chan int, 4)
+		e, kits := stealingEngines(t, h, gate, joined)
+		b := graph.New("staggered-timeouts").
+			State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
+			State("joined", schema.Float()).
+			Node("fan", refEcho).
+			Node("combine", refCountLog).
+			Edge("edge_start_fan", graph.Start, "fan").
+			Edge("edge_combine_finish", "combine", graph.Finish)
+		var sources []string
+		for i := range n {
+			id := fmt.Sprintf("b%d", i)
+			b = b.Node(id, refGatedAppend, graph.Timeout(10*(i+1))).Edge("edge_fan_"+id, "fan", id)
+			sources = append(sources, id)
+		}
+		r := saveAndStart(t, e.Client, build(t, b.Join("edge_join", sources, "combine")), nil)
+		done := await(t, e.Client, r.ID)
+		t.Cleanup(func() { close(gate.release) })
+		require.Equal(t, run.StatusFailed, done.Status)
+		require.NotNil(t, done.Failure)
+		events := allEvents(t, e.Client, r.ID)
+		requireHistory(t, done, events)
+		assert.Equal(t, n, countEvents(events, run.EventNodeFailed), "every branch's timeout is recorded once")
+		assert.Equal(t, 0, attemptsOn(kits, "combine"))
+		for i := range n {
+			assert.Equal(t, 1, attemptsOn(kits, fmt.Sprintf("b%d", i)), "b%d ran once", i)
+		}
+	})
+}
