@@ -810,3 +810,44 @@ func TestAFanOutOfStaggeredTimeoutsFailsTheRunOnce(t *testing.T) {
 		}
 	})
 }
+
+// An engine stops (past its drain deadline) in the middle of an eight-way
+// round; an engine sharing the schema steals the claim after the orphan
+// TTL and completes the round once.
+func TestAFanOutAbandonedByAStoppedEngineCompletesElsewhere(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		const n = 8
+		ctx := context.Background()
+		gate := newSharedGate()
+		joined := make(chan int, 4)
+		tweak := func(c *engine.Config) { c.Dispatcher.DrainTimeout = 20 * time.Millisecond }
+		kitA := newKit()
+		registerFanNodes(kitA, joined)
+		gate.register(kitA)
+		cfgA := h.config(kitA)
+		cfgA.MaxAttemptElapsed = time.Minute
+		cfgA.Vehicle.DrainBudget.MaxElapsed = time.Minute
+		cfgA.Dispatcher.OrphanTTL = 2 * time.Minute
+		tweak(&cfgA)
+		a, err := engine.New(cfgA)
+		require.NoError(t, err)
+		require.NoError(t, a.Start(ctx))
+
+		r := saveAndStart(t, a.Client, build(t, gatedFan(n)), nil)
+		gate.waitStarted(t, n)
+		require.ErrorIs(t, a.Stop(ctx), context.DeadlineExceeded, "the round was still running")
+
+		b, kits := stealingEngines(t, h, gate, joined, tweak)
+		h.clock.Advance(3 * time.Minute)
+		gate.waitStarted(t, n)
+		close(gate.release)
+		done := await(t, b.Client, r.ID)
+		require.Equal(t, run.StatusDone, done.Status)
+		requireHistory(t, done, allEvents(t, b.Client, r.ID))
+		log, _ := done.Output["log"].([]any)
+		assert.Len(t, log, n)
+		assert.Equal(t, 1, attemptsOn(append(kits, kitA), "combine"))
+		assert.Equal(t, n, <-joined)
+	})
+}
