@@ -275,19 +275,27 @@ func (g *sharedGate) waitStarted(t *testing.T, n int) {
 // gatedFan: $start -> fan -> b0..b(n-1) (gated, each appends its id to
 // log) -> [b0..b(n-1)] -> combine -> $finish.
 func gatedFan(n int) *graph.Builder {
-	b := graph.New(fmt.Sprintf("gated-fan-%d", n)).
+	return gatedFanWith(fmt.Sprintf("gated-fan-%d", n), n, nil).Output("log", "").Output("joined", "")
+}
+
+// gatedFanWith is a gated fan of n branches named name, branch i built
+// with branch(i) (nil: no options).
+func gatedFanWith(name string, n int, branch func(i int) []graph.RecordOption) *graph.Builder {
+	b := graph.New(name).
 		State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
 		State("joined", schema.Float()).
 		Node("fan", refEcho).
 		Node("combine", refCountLog).
 		Edge("edge_start_fan", graph.Start, "fan").
-		Edge("edge_combine_finish", "combine", graph.Finish).
-		Output("log", "").
-		Output("joined", "")
+		Edge("edge_combine_finish", "combine", graph.Finish)
 	var sources []string
 	for i := range n {
 		id := fmt.Sprintf("b%d", i)
-		b = b.Node(id, refGatedAppend).Edge("edge_fan_"+id, "fan", id)
+		var opts []graph.RecordOption
+		if branch != nil {
+			opts = branch(i)
+		}
+		b = b.Node(id, refGatedAppend, opts...).Edge("edge_fan_"+id, "fan", id)
 		sources = append(sources, id)
 	}
 	return b.Join("edge_join", sources, "combine")
@@ -469,20 +477,8 @@ func TestCancelRacingTimingOutRetryingBranches(t *testing.T) {
 		joined := make(chan int, 4)
 		e, kits := stealingEngines(t, h, gate, joined)
 
-		b := graph.New("timing-out-fan").
-			State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
-			State("joined", schema.Float()).
-			Node("fan", refEcho).
-			Node("combine", refCountLog).
-			Edge("edge_start_fan", graph.Start, "fan").
-			Edge("edge_combine_finish", "combine", graph.Finish)
-		var sources []string
-		for i := range n {
-			id := fmt.Sprintf("b%d", i)
-			b = b.Node(id, refGatedAppend, graph.Timeout(20), graph.Retry(100, 0)).Edge("edge_fan_"+id, "fan", id)
-			sources = append(sources, id)
-		}
-		r := saveAndStart(t, e.Client, build(t, b.Join("edge_join", sources, "combine")), nil)
+		b := gatedFanWith("timing-out-fan", n, func(i int) []graph.RecordOption { return []graph.RecordOption{graph.Timeout(20), graph.Retry(100, 0)} })
+		r := saveAndStart(t, e.Client, build(t, b), nil)
 		// Let a few rounds of timeouts and retries commit.
 		gate.waitStarted(t, 3*n)
 		cancelled, err := e.CancelRun(ctx, r.ID)
@@ -783,20 +779,8 @@ func TestAFanOutOfStaggeredTimeoutsFailsTheRunOnce(t *testing.T) {
 		gate := newSharedGate()
 		joined := make(chan int, 4)
 		e, kits := stealingEngines(t, h, gate, joined)
-		b := graph.New("staggered-timeouts").
-			State("log", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
-			State("joined", schema.Float()).
-			Node("fan", refEcho).
-			Node("combine", refCountLog).
-			Edge("edge_start_fan", graph.Start, "fan").
-			Edge("edge_combine_finish", "combine", graph.Finish)
-		var sources []string
-		for i := range n {
-			id := fmt.Sprintf("b%d", i)
-			b = b.Node(id, refGatedAppend, graph.Timeout(10*(i+1))).Edge("edge_fan_"+id, "fan", id)
-			sources = append(sources, id)
-		}
-		r := saveAndStart(t, e.Client, build(t, b.Join("edge_join", sources, "combine")), nil)
+		b := gatedFanWith("staggered-timeouts", n, func(i int) []graph.RecordOption { return []graph.RecordOption{graph.Timeout(10 * (i + 1))} })
+		r := saveAndStart(t, e.Client, build(t, b), nil)
 		done := await(t, e.Client, r.ID)
 		t.Cleanup(func() { close(gate.release) })
 		require.Equal(t, run.StatusFailed, done.Status)
