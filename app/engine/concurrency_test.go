@@ -223,14 +223,7 @@ func TestCancelRacingResolutionsOfAFanOut(t *testing.T) {
 			}
 		}
 
-		// Give any vehicle that held the run a moment to try its commit.
-		time.Sleep(50 * time.Millisecond)
-		final, err := e.FetchRun(ctx, r.ID)
-		require.NoError(t, err)
-		require.Equal(t, run.StatusCancelled, final.Status)
-		assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing commits after the cancellation")
-		events := allEvents(t, e.Client, r.ID)
-		requireHistory(t, final, events)
+		events := requireQuietAfterCancel(t, e, cancelled)
 		assert.Equal(t, run.EventRunCancelled, events[len(events)-2].Type)
 	})
 }
@@ -399,13 +392,7 @@ func TestACancelledFanOutTakesNoCommitFromStaleOrStolenClaims(t *testing.T) {
 
 		// Every attempt returns; give their vehicles time to try to commit.
 		eventually(t, "every gated attempt finished", func() bool { return attemptsOn(kits, "b0") >= 2 })
-		time.Sleep(100 * time.Millisecond)
-		final, err := e.FetchRun(ctx, r.ID)
-		require.NoError(t, err)
-		assert.Equal(t, run.StatusCancelled, final.Status)
-		assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing commits after the cancellation")
-		events := allEvents(t, e.Client, r.ID)
-		requireHistory(t, final, events)
+		requireQuietAfterCancel(t, e, cancelled)
 		assert.Equal(t, 0, attemptsOn(kits, "combine"))
 		info, err := e.InspectRun(ctx, r.ID)
 		require.NoError(t, err)
@@ -484,13 +471,7 @@ func TestCancelRacingTimingOutRetryingBranches(t *testing.T) {
 		cancelled, err := e.CancelRun(ctx, r.ID)
 		require.NoError(t, err)
 		require.Equal(t, run.StatusCancelled, cancelled.Status)
-		time.Sleep(100 * time.Millisecond)
-		final, err := e.FetchRun(ctx, r.ID)
-		require.NoError(t, err)
-		assert.Equal(t, run.StatusCancelled, final.Status)
-		assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing commits after the cancellation")
-		events := allEvents(t, e.Client, r.ID)
-		requireHistory(t, final, events)
+		events := requireQuietAfterCancel(t, e, cancelled)
 		assert.Equal(t, run.EventRunCancelled, events[len(events)-2].Type)
 		assert.Equal(t, 0, attemptsOn(kits, "combine"))
 		close(gate.release)
@@ -556,12 +537,7 @@ func TestRetryPoisonedRacingCancelOfAFanOut(t *testing.T) {
 			}
 		}
 
-		time.Sleep(100 * time.Millisecond)
-		final, err := e.FetchRun(ctx, r.ID)
-		require.NoError(t, err)
-		assert.Equal(t, run.StatusCancelled, final.Status)
-		assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing commits after the cancellation")
-		requireHistory(t, final, allEvents(t, e.Client, r.ID))
+		requireQuietAfterCancel(t, e, cancelled)
 		assert.Equal(t, 0, attemptsOn(kits, "combine"))
 		info, err := e.InspectRun(ctx, r.ID)
 		require.NoError(t, err)
@@ -834,4 +810,19 @@ func TestAFanOutAbandonedByAStoppedEngineCompletesElsewhere(t *testing.T) {
 		assert.Equal(t, 1, attemptsOn(append(kits, kitA), "combine"))
 		assert.Equal(t, n, <-joined)
 	})
+}
+
+// requireQuietAfterCancel gives any vehicle that held the cancelled run a
+// moment to try its commit, then requires that none landed: the run is as
+// its cancellation left it, with a whole history, which it returns.
+func requireQuietAfterCancel(t *testing.T, e *engine.Engine, cancelled *run.Run) []run.Event {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	final, err := e.FetchRun(context.Background(), cancelled.ID)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusCancelled, final.Status)
+	assert.Equal(t, cancelled.CheckpointSeq, final.CheckpointSeq, "nothing commits after the cancellation")
+	events := allEvents(t, e.Client, cancelled.ID)
+	requireHistory(t, final, events)
+	return events
 }
