@@ -182,16 +182,26 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	// Recorded before the insertion, so a commit of the run that lands
 	// before StartRun returns is never followed by a stale record; a
 	// rested entry can only be an earlier run under the same id.
-	c.e.rested.forget(owner, runID)
-	c.e.started.put(owner, runID, startedRun{seq: m.Run.CheckpointSeq, startedAt: m.Run.StartedAt, at: time.Now()})
-	ictx, cancel := c.e.storeCall(tctx)
-	stored, err := c.e.backend.InsertRun(ictx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
-	cancel()
-	if err != nil {
+	var stored *run.Run
+	for attempt := 0; ; attempt++ {
+		c.e.rested.forget(owner, runID)
+		c.e.started.put(owner, runID, startedRun{seq: m.Run.CheckpointSeq, startedAt: m.Run.StartedAt, at: time.Now()})
+		ictx, cancel := c.e.storeCall(tctx)
+		stored, err = c.e.backend.InsertRun(ictx, owner, ports.InsertRunParams{Moment: m, WakeAt: firstWake(m)})
+		cancel()
+		if err == nil {
+			break
+		}
 		c.e.started.forget(owner, runID)
 		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
 			// A repeat: no transition, and no error when it matches.
-			existing, err := c.sameStart(ctx, owner, runID, m, err)
+			existing, absent, err := c.sameStart(ctx, owner, runID, m, err)
+			if absent && attempt == 0 {
+				// The run that held the key was pruned since the insert
+				// conflicted: the key is free again. (A second absence
+				// is an id taken in another scope.)
+				continue
+			}
 			if err == nil {
 				span.End(ports.ResultSkipped, nil)
 			} else {
@@ -213,23 +223,26 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 }
 
 // sameStart answers a repeated idempotent start with the existing run,
-// provided it was started with the same parameters.
-func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID string, m *run.Moment, conflict error) (*run.Run, error) {
+// provided it was started with the same parameters. absent reports that
+// no run of runID is visible in scope (the conflict error is returned
+// then): a run id collision outside this scope, or a run pruned since the
+// insert conflicted.
+func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID string, m *run.Moment, conflict error) (existing *run.Run, absent bool, err error) {
 	fctx, cancel := c.e.storeCall(ctx)
 	defer cancel()
-	existing, err := c.e.backend.FetchRun(fctx, owner, runID)
+	existing, err = c.e.backend.FetchRun(fctx, owner, runID)
 	if errors.Is(err, ports.ErrNotFound) {
-		return nil, conflict // a run id collision outside this scope
+		return nil, true, conflict
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	want := m.Run
 	if existing.GraphID != want.GraphID || existing.GraphHash != want.GraphHash ||
 		!value.Equal(existing.Input, want.Input) || !value.Equal(existing.Metadata, want.Metadata) {
-		return nil, fmt.Errorf("%w: run %q was started with other parameters", ErrIdempotencyKeyReused, runID)
+		return nil, false, fmt.Errorf("%w: run %q was started with other parameters", ErrIdempotencyKeyReused, runID)
 	}
-	return existing, nil
+	return existing, false, nil
 }
 
 // idempotentRunID derives a run id from the owner scope and the client's
