@@ -8,8 +8,9 @@ import (
 
 // Notifier is the in-process wake listener of a Store. The store announces
 // only after a write is visible and its row lock is released, so a
-// listener that polls on a Wake always sees, and can claim, the write that
-// caused it. The fan-out is ports.Broadcaster; Notifier
+// listener that polls on a Wake sees the write that caused it (and claims
+// it unless another writer holds the run by then; polling covers that).
+// The fan-out is ports.Broadcaster; Notifier
 // keeps announcing to the store alone.
 type Notifier struct {
 	wakes ports.Broadcaster
