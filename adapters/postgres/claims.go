@@ -149,11 +149,12 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 }
 
 // leasedRun decodes the document a lease row returned; a document that
-// does not decode is left to the holder's own read, which reports it.
+// does not decode, or is not the running run of the leased graph the
+// claim selected, is left to the holder's own read, which reports it.
 func leasedRun(c claimRow) *run.Run {
 	row := runRow{runID: *c.runID, state: c.state, checkpointSeq: *c.checkpointSeq}
-	doc, err := row.decode()
-	if err != nil {
+	doc, err := row.decodeState()
+	if err != nil || doc.Status != run.StatusRunning || doc.GraphID != *c.graphID || doc.GraphHash != *c.graphHash {
 		return nil
 	}
 	return doc

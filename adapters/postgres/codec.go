@@ -297,16 +297,74 @@ type runRow struct {
 	abandons       int32
 	poisonedAt     *time.Time
 	poisonReason   *string
+	columns        docColumns
+}
+
+// docColumns are the row's column copies of document fields, which
+// listings, admission and event pages read instead of the document.
+type docColumns struct {
+	graphID    string
+	graphHash  string
+	status     string
+	step       int32
+	eventSeq   int64
+	startedAt  time.Time
+	updatedAt  time.Time
+	finishedAt *time.Time
 }
 
 func (r *runRow) dest() []any {
+	c := &r.columns
 	return []any{&r.id, &r.runID, &r.tenantID, &r.state, &r.checkpointSeq, &r.checkpointType,
-		&r.wakeAt, &r.claimedAt, &r.attempts, &r.abandons, &r.poisonedAt, &r.poisonReason}
+		&r.wakeAt, &r.claimedAt, &r.attempts, &r.abandons, &r.poisonedAt, &r.poisonReason,
+		&c.graphID, &c.graphHash, &c.status, &c.step, &c.eventSeq, &c.startedAt, &c.updatedAt, &c.finishedAt}
 }
 
 // decode returns the committed document, or a *ports.CorruptError when
-// the bytes do not decode or disagree with the row's own columns.
+// the bytes do not decode or disagree with the row's own columns: a
+// document that says otherwise than the columns every listing shows is
+// not half-read as either.
 func (r *runRow) decode() (*run.Run, error) {
+	doc, err := r.decodeState()
+	if err != nil {
+		return nil, err
+	}
+	c := r.columns
+	var diff []string
+	differ := func(field string, doc, col any) {
+		diff = append(diff, fmt.Sprintf("%s %v, the row says %v", field, doc, col))
+	}
+	if doc.GraphID != c.graphID || doc.GraphHash != c.graphHash {
+		differ("graph", doc.GraphID+"/"+doc.GraphHash, c.graphID+"/"+c.graphHash)
+	}
+	if string(doc.Status) != c.status {
+		differ("status", doc.Status, c.status)
+	}
+	if int64(doc.Step) != int64(c.step) {
+		differ("step", doc.Step, c.step)
+	}
+	if doc.EventSeq != c.eventSeq {
+		differ("event_seq", doc.EventSeq, c.eventSeq)
+	}
+	if !doc.StartedAt.Equal(c.startedAt) {
+		differ("started_at", stamp(doc.StartedAt), stamp(c.startedAt))
+	}
+	if !doc.UpdatedAt.Equal(c.updatedAt) {
+		differ("updated_at", stamp(doc.UpdatedAt), stamp(c.updatedAt))
+	}
+	if finished := timeOf(c.finishedAt); !doc.FinishedAt.Equal(finished) {
+		differ("finished_at", stamp(doc.FinishedAt), stamp(finished))
+	}
+	if len(diff) > 0 {
+		return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: r.runID,
+			Err: fmt.Errorf("state disagrees with the row's columns: %s", strings.Join(diff, "; "))}
+	}
+	return doc, nil
+}
+
+// decodeState decodes the document and checks it against the run id and
+// checkpoint_seq columns only (all a claim's outcome row carries).
+func (r *runRow) decodeState() (*run.Run, error) {
 	doc, err := run.Decode(r.state)
 	if err != nil {
 		return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: r.runID, Err: err}
@@ -316,6 +374,14 @@ func (r *runRow) decode() (*run.Run, error) {
 			Err: fmt.Errorf("state holds run %q at checkpoint_seq %d, the row says %d", doc.ID, doc.CheckpointSeq, r.checkpointSeq)}
 	}
 	return doc, nil
+}
+
+// stamp spells a timestamp for a corruption message ("-" when absent).
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // info is the token-free RunInfo of the row.

@@ -679,8 +679,11 @@ moved AS (
 )`
 
 // runColumns is what FetchRun, InspectRun and the locks read of a run.
+// The column copies of the document (graph, status, step, event_seq,
+// timestamps) are read to check that the document agrees with them.
 const runColumns = `r.id, r.run_id, r.tenant_id, r.state, r.checkpoint_seq, r.latest_checkpoint_type,
-       r.wake_at, r.claimed_at, r.claim_attempts, r.claim_abandons, r.poisoned_at, r.poison_reason`
+       r.wake_at, r.claimed_at, r.claim_attempts, r.claim_abandons, r.poisoned_at, r.poison_reason,
+       r.graph_id, r.graph_hash, r.status, r.step, r.event_seq, r.started_at, r.updated_at, r.finished_at`
 
 // sqlFetchRun reads one run in scope ($1 run_id, $2 is_system, $3 scope_key).
 const sqlFetchRun = `
