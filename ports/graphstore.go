@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -178,6 +179,14 @@ func DecodeGraph(ref GraphRef, doc []byte) (*graph.Graph, error) {
 	}
 	if hash, err := graph.Hash(g); err != nil || hash != ref.Hash {
 		return nil, corrupt(errors.New("stored document does not hash to its key"))
+	}
+	// The hash covers the canonical bytes, so other bytes of the same
+	// document (spacing, key order, number spelling) do not hash to the key
+	// either, and a re-save would find them a content conflict.
+	if wire, err := g.ToMap(); err != nil {
+		return nil, corrupt(err)
+	} else if canonical, err := value.Canonical(wire); err != nil || !bytes.Equal(canonical, doc) {
+		return nil, corrupt(errors.New("stored bytes are not the document's canonical encoding"))
 	}
 	return g, nil
 }

@@ -41,3 +41,29 @@ func TestRunDocumentDisagreeingWithItsColumnsIsCorrupt(t *testing.T) {
 		assert.ErrorIs(t, err, ports.ErrCorruptRun, field)
 	}
 }
+
+// A graph row is its exact canonical bytes, the bytes its hash covers:
+// bytes that decode to the same document but are not those bytes do not
+// hash to the row's key, so the row is corrupt (the same bytes a re-save
+// of the document reports as a content conflict).
+func TestGraphRowWhoseBytesDoNotHashToItsKeyIsCorrupt(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	c := compiledFixture(t)
+	ref := ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash}
+	_, err := env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+	require.NoError(t, err)
+	_, err = env.pool.Exec(ctx, "UPDATE "+env.table("docket_graph_versions")+
+		` SET graph = graph || '\x20'::bytea WHERE graph_id = $1 AND graph_hash = $2`, ref.GraphID, ref.Hash)
+	require.NoError(t, err)
+
+	_, err = env.store.FetchGraph(ctx, ports.Tenantless(), ref)
+	var corrupt *ports.CorruptError
+	require.ErrorAs(t, err, &corrupt)
+	assert.ErrorIs(t, err, ports.ErrCorruptGraph)
+	assert.Equal(t, ref.GraphID, corrupt.ID)
+	assert.Equal(t, ref.Hash, corrupt.Hash)
+	_, err = env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+	assert.ErrorIs(t, err, ports.ErrGraphContentConflict, "the store itself does not take these bytes for the document")
+}
