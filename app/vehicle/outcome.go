@@ -62,8 +62,9 @@ type Outcome struct {
 	// Reason is a bounded reason: why a graph was abandoned, why a
 	// proposal was discarded, or the stage a fence was lost at.
 	Reason string
-	// Err is the cause for HostIncompatible, Discarded, Interrupted and
-	// Crashed (never carries a claim token).
+	// Err is the cause for HostIncompatible, Discarded, Interrupted,
+	// Crashed and a corrupt graph's Abandoned (never carries a claim
+	// token).
 	Err error
 	// Committed counts the moments this drive committed.
 	Committed int

@@ -453,7 +453,16 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	switch {
 	case errors.Is(err, ports.ErrCorruptGraph):
 		d.putIncompatible(key, generation, ReasonCorruptGraph, true)
-		return nil, d.abandon(ctx, ReasonCorruptGraph), false
+		// The hand-backs end in a max_claim_abandons poison that does not
+		// say why: the corruption is told here, where it is known.
+		d.cfg.Logger.Warn("docket stored graph is corrupt; handing the claim back",
+			slog.String("run_id", d.lease.RunID), slog.String("graph_id", d.lease.GraphID),
+			slog.String("graph_hash", d.lease.GraphHash), slog.String("error", err.Error()))
+		out := d.abandon(ctx, ReasonCorruptGraph)
+		if out.Err == nil {
+			out.Err = err
+		}
+		return nil, out, false
 	case err != nil && ctx.Err() != nil:
 		return nil, d.interrupted(err), false
 	case errors.Is(err, ports.ErrNotFound):

@@ -1,8 +1,10 @@
 package vehicle_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -425,4 +427,33 @@ func TestANodeRegisteredDuringACompileHealsTheGraph(t *testing.T) {
 
 	_, result := cache.Get(graphcache.Key{Owner: ports.Tenantless(), GraphID: "g", Hash: f.info(t).Run.GraphHash})
 	assert.NotEqual(t, graphcache.Incompatible, result, "t.write is registered now: the graph compiles")
+}
+
+// corruptGraphs reports every stored graph as corrupt.
+type corruptGraphs struct{ ports.GraphStore }
+
+func (corruptGraphs) FetchGraph(_ context.Context, _ ports.OwnerScope, ref ports.GraphRef) (*graph.Graph, error) {
+	return nil, &ports.CorruptError{Kind: ports.CorruptGraph, ID: ref.GraphID, Hash: ref.Hash,
+		Err: errors.New("stored bytes are not the document's canonical encoding")}
+}
+
+// A corrupt stored graph is handed back like one that does not compile,
+// and the operator is told why: the hand-backs end in a poison whose
+// reason (max_claim_abandons_exceeded) does not name the corruption.
+func TestACorruptStoredGraphIsHandedBackAndReported(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	var logs bytes.Buffer
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Graphs = corruptGraphs{f.store}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	lease := f.claim(t)
+	out := v.Drive(context.Background(), lease)
+	assert.Equal(t, vehicle.Abandoned, out.Kind)
+	assert.Equal(t, vehicle.ReasonCorruptGraph, out.Reason)
+	assert.ErrorIs(t, out.Err, ports.ErrCorruptGraph)
+	assert.Contains(t, logs.String(), lease.RunID)
+	assert.Contains(t, logs.String(), lease.GraphHash)
+	assert.Contains(t, logs.String(), "canonical encoding")
 }
