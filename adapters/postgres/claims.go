@@ -81,6 +81,10 @@ type claimRow struct {
 	class         *string
 	order         *int64
 	state         []byte
+	step          *int32
+	eventSeq      *int64
+	startedAt     *time.Time
+	updatedAt     *time.Time
 	readyCount    int64
 	expiredCount  int64
 	gateCode      int32
@@ -97,7 +101,7 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 		var c claimRow
 		err := rows.Scan(&c.runID, &c.tenantID, &c.graphID, &c.graphHash, &c.checkpointSeq, &c.token,
 			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order, &c.state,
-			&c.readyCount, &c.expiredCount, &c.gateCode)
+			&c.step, &c.eventSeq, &c.startedAt, &c.updatedAt, &c.readyCount, &c.expiredCount, &c.gateCode)
 		if err != nil {
 			rows.Close()
 			return nil, claimError(err)
@@ -149,12 +153,19 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 }
 
 // leasedRun decodes the document a lease row returned; a document that
-// does not decode, or is not the running run of the leased graph the
-// claim selected, is left to the holder's own read, which reports it.
+// does not decode or disagrees with the row's columns (a leased row is
+// running, so unfinished) is left to the holder's own read, which reports
+// it before any node runs.
 func leasedRun(c claimRow) *run.Run {
-	row := runRow{runID: *c.runID, state: c.state, checkpointSeq: *c.checkpointSeq}
-	doc, err := row.decodeState()
-	if err != nil || doc.Status != run.StatusRunning || doc.GraphID != *c.graphID || doc.GraphHash != *c.graphHash {
+	if c.step == nil || c.eventSeq == nil || c.startedAt == nil || c.updatedAt == nil {
+		return nil
+	}
+	row := runRow{runID: *c.runID, state: c.state, checkpointSeq: *c.checkpointSeq, columns: docColumns{
+		graphID: *c.graphID, graphHash: *c.graphHash, status: string(run.StatusRunning),
+		step: *c.step, eventSeq: *c.eventSeq, startedAt: *c.startedAt, updatedAt: *c.updatedAt,
+	}}
+	doc, err := row.decode()
+	if err != nil {
 		return nil
 	}
 	return doc

@@ -363,7 +363,7 @@ func (r *runRow) decode() (*run.Run, error) {
 }
 
 // decodeState decodes the document and checks it against the run id and
-// checkpoint_seq columns only (all a claim's outcome row carries).
+// checkpoint_seq columns.
 func (r *runRow) decodeState() (*run.Run, error) {
 	doc, err := run.Decode(r.state)
 	if err != nil {

@@ -67,3 +67,31 @@ func TestGraphRowWhoseBytesDoNotHashToItsKeyIsCorrupt(t *testing.T) {
 	_, err = env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
 	assert.ErrorIs(t, err, ports.ErrGraphContentConflict, "the store itself does not take these bytes for the document")
 }
+
+// A lease carries its run's document only when the document agrees with
+// the row; otherwise the holder's own read reports the corruption.
+func TestALeaseCarriesOnlyADocumentThatAgreesWithItsRow(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	now := time.Now()
+	healthy := env.insertRun(t, ports.Tenantless(), now, now)
+	b, err := env.store.ClaimDue(ctx, claimNow(now.Add(time.Second), nil))
+	require.NoError(t, err)
+	require.Len(t, b.Leases, 1)
+	stored, err := env.store.FetchRun(ctx, ports.System(), healthy.ID)
+	require.NoError(t, err)
+	assert.Equal(t, stored, b.Leases[0].Run, "a healthy lease needs no second read")
+
+	tampered := env.insertRun(t, ports.Tenantless(), now, now)
+	_, err = env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+
+		" SET started_at = started_at - interval '1 hour' WHERE run_id = $1", tampered.ID)
+	require.NoError(t, err)
+	b, err = env.store.ClaimDue(ctx, claimNow(now.Add(time.Second), nil))
+	require.NoError(t, err)
+	require.Len(t, b.Leases, 1)
+	assert.Equal(t, tampered.ID, b.Leases[0].RunID)
+	assert.Nil(t, b.Leases[0].Run)
+	_, err = env.store.FetchRun(ctx, ports.System(), tampered.ID)
+	assert.ErrorIs(t, err, ports.ErrCorruptRun)
+}

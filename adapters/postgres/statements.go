@@ -166,17 +166,18 @@ const claimOutcomeTail = `
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
               r.poisoned_at, r.poison_reason, p.class, p.admission_order,
-              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state
+              CASE WHEN r.claim_token IS NOT NULL THEN r.state END AS state,
+              r.step, r.event_seq, r.started_at, r.updated_at
 )
 SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.claim_token,
        o.claimed_at, o.claim_attempts, o.poisoned_at, o.poison_reason, o.class,
-       o.admission_order, o.state,
+       o.admission_order, o.state, o.step, o.event_seq, o.started_at, o.updated_at,
        (SELECT count(*) FROM ready) AS ready_count,
        (SELECT count(*) FROM expired) AS expired_count,
        0 AS gate_code
 FROM outcome AS o
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
        CASE WHEN (SELECT read_only FROM probe) THEN -4
             WHEN NOT (SELECT read_committed FROM probe) THEN -3
             WHEN EXISTS (SELECT 1 FROM gate) THEN -2

@@ -168,3 +168,54 @@ func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
 	require.NoError(t, err, "the run waited for the listener's reconnection")
 	assert.Equal(t, run.StatusDone, done.Status)
 }
+
+// A run row whose document disagrees with its columns is reported as
+// corrupt before any of its nodes run, and only it is affected: the other
+// runs of the same polls finish, and the corrupt one is discarded (told as
+// corrupt_run) until admission poisons it, never driven into a commit the
+// store must refuse.
+func TestACorruptRunRowIsDiscardedBeforeItsNodesRunAndSparesTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newPGSchema(t)
+	h := &harness{clock: newManualClock(), store: s.store(t, nil, false, 8), pollOnly: true}
+	k := newKit()
+	ecfg := h.config(k)
+	ecfg.Clock = nil // the database's
+	telemetry := newTelemetryLog()
+	ecfg.Telemetry = telemetry
+	e, err := engine.New(ecfg)
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	ids := make([]string, 3)
+	for i := range ids {
+		r, err := e.StartRun(ctx, ref, map[string]any{"value": fmt.Sprint(i)})
+		require.NoError(t, err)
+		ids[i] = r.ID
+	}
+	corrupt := ids[1]
+	admin := s.db.Connect(t)
+	_, err = admin.Exec(ctx, `UPDATE "`+s.schema+`".docket_runs SET started_at = started_at - interval '1 hour' WHERE run_id = $1`, corrupt)
+	require.NoError(t, err)
+
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	for _, id := range []string{ids[0], ids[2]} {
+		done, err := e.AwaitRun(ctx, id, awaitLimit)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusDone, done.Status)
+	}
+	require.Eventually(t, func() bool {
+		var reason *string
+		err := admin.QueryRow(ctx, `SELECT poison_reason FROM "`+s.schema+`".docket_runs WHERE run_id = $1`, corrupt).Scan(&reason)
+		return err == nil && reason != nil
+	}, awaitLimit, 10*time.Millisecond, "admission poisons the corrupt run")
+	_, err = e.FetchRun(ctx, corrupt)
+	assert.ErrorIs(t, err, ports.ErrCorruptRun)
+	for _, in := range k.attemptsOf("copy") {
+		assert.NotEqual(t, corrupt, in.RunID, "no node of the corrupt run ran")
+	}
+	assert.Empty(t, telemetry.matching(ports.FactVehicleCrash, nil))
+	assert.NotEmpty(t, telemetry.matching(ports.FactVehicleDiscard, map[string]string{"result": "corrupt_run"}))
+}
