@@ -32,6 +32,14 @@ func (h *harness) listen() *wakeListener {
 // swallows any coalesced remainder so the next expectation starts clean.
 func (l *wakeListener) expectWake(format string, args ...any) bool {
 	l.h.Helper()
+	return l.expectWakeThen(func() {}, format, args...)
+}
+
+// expectWakeThen is expectWake running atArrival as the announcement
+// arrives, before the remainder is swallowed: what it reads is what the
+// announcement exposed, not what a write finishing meanwhile left.
+func (l *wakeListener) expectWakeThen(atArrival func(), format string, args ...any) bool {
+	l.h.Helper()
 	timer := time.NewTimer(l.h.features.WakeTimeout)
 	defer timer.Stop()
 	select {
@@ -44,6 +52,7 @@ func (l *wakeListener) expectWake(format string, args ...any) bool {
 		l.h.Errorf("%s: no wake announced within %s", fmt.Sprintf(format, args...), l.h.features.WakeTimeout)
 		return false
 	}
+	atArrival()
 	l.settle()
 	return true
 }
@@ -285,10 +294,10 @@ func checkWakeAfterCommit(h *harness) {
 			_, err := h.b.InsertRun(h.ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: t0})
 			errs <- err
 		}()
-		if l.expectWake("round %d: due insert", i) {
+		l.expectWakeThen(func() {
 			_, err := h.b.FetchRun(h.ctx, ports.System(), id)
 			h.expect(err == nil, "round %d: the announced run is not visible yet: %v", i, err)
-		}
+		}, "round %d: due insert", i)
 		h.must(<-errs, "round %d: InsertRun", i)
 
 		lease := h.claimOne(t0, id)
@@ -297,11 +306,11 @@ func checkWakeAfterCommit(h *harness) {
 			_, err := h.commit(ports.Tenantless(), next, lease.Token)
 			errs <- err
 		}()
-		if l.expectWake("round %d: immediate commit", i) {
+		l.expectWakeThen(func() {
 			info := h.inspect(id)
 			eq(h, info.Run.CheckpointSeq, next.Run.CheckpointSeq, "round %d: seq visible at the announcement", i)
 			h.eventsStored(next, "round %d: events visible at the announcement", i)
-		}
+		}, "round %d: immediate commit", i)
 		h.must(<-errs, "round %d: Commit", i)
 		lease = h.claimOne(t0, id)
 		h.release(id, lease.Token, at(time.Hour))

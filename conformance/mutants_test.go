@@ -312,6 +312,27 @@ func (m truncatesCursors) ListRuns(ctx context.Context, scope ports.Scope, p por
 	return m.base.Backend.ListRuns(ctx, scope, p)
 }
 
+// announcesBeforeWrite announces an insertion or commit a moment before
+// its write is visible (as if the notification were sent outside the
+// write's transaction, ahead of its commit).
+type announcesBeforeWrite struct{ *base }
+
+// earlyBy is how long the write lags its announcement: less than the
+// quiet window, so only a check reading at the announcement notices.
+const earlyBy = 10 * time.Millisecond
+
+func (m announcesBeforeWrite) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.InsertRunParams) (*run.Run, error) {
+	m.relay.announce()
+	time.Sleep(earlyBy)
+	return m.base.Backend.InsertRun(ctx, owner, p)
+}
+
+func (m announcesBeforeWrite) Commit(ctx context.Context, scope ports.Scope, p ports.CommitParams) (*run.Run, error) {
+	m.relay.announce()
+	time.Sleep(earlyBy)
+	return m.base.Backend.Commit(ctx, scope, p)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -370,6 +391,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"failed_writes_announce",
 			func(b *base, _ *swapClock) ports.Backend { return announcesFailedWrites{b} },
 			[]string{"WAKE-006"}},
+		{"announcement_precedes_the_write",
+			func(b *base, _ *swapClock) ports.Backend { return announcesBeforeWrite{b} },
+			[]string{"WAKE-007"}},
 		{"release_announces",
 			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
 			[]string{"WAKE-005"}},
