@@ -273,6 +273,26 @@ func checkPreference(h *harness) {
 	batch := h.claimDue(r)
 	h.expect(len(batch.Leases) == 1 && batch.Leases[0].Class == claim.ClassExpired,
 		"an empty ready class falls through to expired, got %s", describeBatch(batch))
+
+	// Whatever the ages, the preferred class is served: each preference
+	// meets a fixture whose oldest run is in the other class, so a store
+	// that ordered by age alone (or preferred one class always) fails.
+	for _, c := range []struct {
+		pref                 claim.Preference
+		readyWake, claimedAt time.Time
+	}{
+		{claim.PreferReady, at(-time.Second), at(-time.Hour)},
+		{claim.PreferExpired, at(-time.Hour), at(-time.Minute)},
+	} {
+		f := h.fresh()
+		ready, expired := setupClasses(f, 1, c.readyWake, 1, c.claimedAt)
+		r := request(t0)
+		r.Preference = c.pref
+		batch := f.claimDue(r)
+		want := map[claim.Preference]map[string]bool{claim.PreferReady: ready, claim.PreferExpired: expired}[c.pref]
+		h.expect(len(batch.Leases) == 1 && want[batch.Leases[0].RunID],
+			"preference %q against the age order: got %s", c.pref, describeBatch(batch))
+	}
 }
 
 func checkDisjointClaims(h *harness) {

@@ -333,6 +333,17 @@ func (m announcesBeforeWrite) Commit(ctx context.Context, scope ports.Scope, p p
 	return m.base.Backend.Commit(ctx, scope, p)
 }
 
+// ignoresPreference serves a demand-1 claim in the policy's plain order
+// whatever class it prefers.
+type ignoresPreference struct{ *base }
+
+func (m ignoresPreference) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	if r.Preference.Valid() {
+		r.Preference = claim.PreferNone
+	}
+	return m.base.ClaimDue(ctx, r)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -394,6 +405,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"announcement_precedes_the_write",
 			func(b *base, _ *swapClock) ports.Backend { return announcesBeforeWrite{b} },
 			[]string{"WAKE-007"}},
+		{"claim_ignores_the_preference",
+			func(b *base, _ *swapClock) ports.Backend { return ignoresPreference{b} },
+			[]string{"CLAIM-009"}},
 		{"release_announces",
 			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
 			[]string{"WAKE-005"}},
