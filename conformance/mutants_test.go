@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -344,6 +345,34 @@ func (m ignoresPreference) ClaimDue(ctx context.Context, r claim.Request) (*port
 	return m.base.ClaimDue(ctx, r)
 }
 
+// leasesClaimedRuns hands out again, under its current token, every run
+// it leased that is still claimed, while the batch has room: a claim that
+// returns a run already leased.
+type leasesClaimedRuns struct{ *base }
+
+func (m leasesClaimedRuns) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	m.mu.Lock()
+	leased := maps.Clone(m.tokens)
+	m.mu.Unlock()
+	batch, err := m.base.ClaimDue(ctx, r)
+	if err != nil {
+		return batch, err
+	}
+	for id, tok := range leased {
+		if len(batch.Leases)+len(batch.Poisoned) >= r.Limit {
+			break
+		}
+		info, err := m.base.Backend.InspectRun(ctx, ports.System(), id)
+		if err != nil || !info.Claimed() || slices.ContainsFunc(batch.Leases, func(l ports.Lease) bool { return l.RunID == id }) {
+			continue
+		}
+		batch.Leases = append(batch.Leases, ports.Lease{RunID: id, Owner: info.Owner, GraphID: info.Run.GraphID,
+			GraphHash: info.Run.GraphHash, CheckpointSeq: info.Run.CheckpointSeq, Token: tok,
+			ClaimedAt: info.ClaimedAt, Attempt: info.ClaimAttempts, OrphanTTL: r.OrphanTTL, Class: claim.ClassReady})
+	}
+	return batch, nil
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -408,6 +437,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"claim_ignores_the_preference",
 			func(b *base, _ *swapClock) ports.Backend { return ignoresPreference{b} },
 			[]string{"CLAIM-009"}},
+		{"claim_returns_a_run_already_leased",
+			func(b *base, _ *swapClock) ports.Backend { return leasesClaimedRuns{b} },
+			[]string{"CLAIM-010"}},
 		{"release_announces",
 			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
 			[]string{"WAKE-005"}},
