@@ -373,6 +373,48 @@ func (m leasesClaimedRuns) ClaimDue(ctx context.Context, r claim.Request) (*port
 	return batch, nil
 }
 
+// listIgnoresTenant lists every run whatever the scope.
+type listIgnoresTenant struct{ *base }
+
+func (m listIgnoresTenant) ListRuns(ctx context.Context, _ ports.Scope, p ports.ListRunsParams) (*ports.RunPage, error) {
+	return m.base.Backend.ListRuns(ctx, ports.System(), p)
+}
+
+// eventsOutOfOrder returns each event page newest first.
+type eventsOutOfOrder struct{ *base }
+
+func (m eventsOutOfOrder) ListEvents(ctx context.Context, scope ports.Scope, runID string, p ports.ListEventsParams) (*ports.EventPage, error) {
+	page, err := m.base.Backend.ListEvents(ctx, scope, runID, p)
+	if err == nil {
+		slices.Reverse(page.Events)
+	}
+	return page, err
+}
+
+// abandonIgnoresSeq hands back whatever the stored seq (after a commit too).
+type abandonIgnoresSeq struct{ *base }
+
+func (m abandonIgnoresSeq) AbandonClaim(ctx context.Context, runID string, token ports.ClaimToken, p claim.AbandonParams) (ports.AbandonResult, error) {
+	if stored, err := m.base.Backend.FetchRun(ctx, ports.System(), runID); err == nil {
+		p.ExpectedSeq = stored.CheckpointSeq
+	}
+	return m.base.Backend.AbandonClaim(ctx, runID, token, p)
+}
+
+// poisonedStillClaimable recovers every run a claim poisons and claims it again.
+type poisonedStillClaimable struct{ *base }
+
+func (m poisonedStillClaimable) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	batch, err := m.base.ClaimDue(ctx, r)
+	if err != nil || len(batch.Poisoned) == 0 {
+		return batch, err
+	}
+	for _, p := range batch.Poisoned {
+		_, _ = m.base.Backend.RetryPoisonedRun(ctx, ports.System(), p.RunID, r.Now)
+	}
+	return m.base.ClaimDue(ctx, r)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -440,6 +482,18 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"claim_returns_a_run_already_leased",
 			func(b *base, _ *swapClock) ports.Backend { return leasesClaimedRuns{b} },
 			[]string{"CLAIM-010"}},
+		{"list_ignores_the_tenant",
+			func(b *base, _ *swapClock) ports.Backend { return listIgnoresTenant{b} },
+			[]string{"SCOPE-004"}},
+		{"events_listed_newest_first",
+			func(b *base, _ *swapClock) ports.Backend { return eventsOutOfOrder{b} },
+			[]string{"EVENT-004"}},
+		{"abandon_ignores_the_seq_fence",
+			func(b *base, _ *swapClock) ports.Backend { return abandonIgnoresSeq{b} },
+			[]string{"ABANDON-002"}},
+		{"poisoned_runs_stay_claimable",
+			func(b *base, _ *swapClock) ports.Backend { return poisonedStillClaimable{b} },
+			[]string{"CLAIM-006"}},
 		{"release_announces",
 			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
 			[]string{"WAKE-005"}},
