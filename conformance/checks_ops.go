@@ -185,6 +185,10 @@ func checkPruneRuns(h *harness) {
 	running := h.insert(owner, runOpts{startedAt: at(-time.Hour), wakeAt: at(time.Hour)})
 	waitingRun := h.insert(owner, runOpts{startedAt: at(-time.Hour), wakeAt: at(time.Hour)})
 	h.must(errOf(h.mutate(owner, waitingRun.ID, h.waitingMoment(waitingRun))), "parking a run")
+	// A poisoned run has neither wake nor claim, like a terminal one, but
+	// it is running: retention must go by status, not by queue state.
+	poisoned := h.insert(owner, runOpts{startedAt: at(-time.Hour), wakeAt: t0})
+	h.poisonWithAttempts(poisoned.ID, 1)
 
 	res, err := h.b.PruneRuns(h.ctx, ports.PruneParams{Before: at(time.Hour), BatchSize: 1})
 	h.must(err, "PruneRuns(batch 1)")
@@ -200,7 +204,7 @@ func checkPruneRuns(h *harness) {
 	eq(h, res.Runs, 1, "runs pruned")
 	_, err = h.b.FetchRun(h.ctx, ports.System(), old2.ID)
 	h.errIs(err, ports.ErrNotFound, "the second old terminal run")
-	for _, kept := range []*run.Run{recent, running, waitingRun} {
+	for _, kept := range []*run.Run{recent, running, waitingRun, poisoned} {
 		_, err := h.b.FetchRun(h.ctx, ports.System(), kept.ID)
 		h.expect(err == nil, "run %s must survive pruning: %v", kept.ID, err)
 	}

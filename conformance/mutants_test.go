@@ -415,6 +415,48 @@ func (m poisonedStillClaimable) ClaimDue(ctx context.Context, r claim.Request) (
 	return m.base.ClaimDue(ctx, r)
 }
 
+// prunesIdleRuns prunes by queue state instead of status: a run with
+// neither wake nor claim (a poisoned one too) counts as finished. The
+// runs it "deletes" beyond the store's own read as absent.
+type prunesIdleRuns struct {
+	*base
+	gone map[string]bool
+}
+
+func (m prunesIdleRuns) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
+	res, err := m.base.Backend.PruneRuns(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	page, err := m.base.Backend.ListRuns(ctx, ports.System(), ports.ListRunsParams{Limit: ports.MaxPageLimit})
+	if err != nil {
+		return res, err
+	}
+	for _, sum := range page.Runs {
+		info, err := m.base.Backend.InspectRun(ctx, ports.System(), sum.RunID)
+		if err == nil && !m.isGone(sum.RunID) && info.Poisoned() && info.Run.UpdatedAt.Before(p.Before) && res.Runs < p.BatchSize {
+			m.mu.Lock()
+			m.gone[sum.RunID] = true
+			m.mu.Unlock()
+			res.Runs++
+		}
+	}
+	return res, nil
+}
+
+func (m prunesIdleRuns) isGone(runID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gone[runID]
+}
+
+func (m prunesIdleRuns) FetchRun(ctx context.Context, scope ports.Scope, runID string) (*run.Run, error) {
+	if m.isGone(runID) {
+		return nil, ports.ErrNotFound
+	}
+	return m.base.Backend.FetchRun(ctx, scope, runID)
+}
+
 // ---- harness --------------------------------------------------------------
 
 var quickFeatures = conformance.Features{
@@ -494,6 +536,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"poisoned_runs_stay_claimable",
 			func(b *base, _ *swapClock) ports.Backend { return poisonedStillClaimable{b} },
 			[]string{"CLAIM-006"}},
+		{"prune_takes_poisoned_runs",
+			func(b *base, _ *swapClock) ports.Backend { return prunesIdleRuns{b, map[string]bool{}} },
+			[]string{"PRUNE-002"}},
 		{"release_announces",
 			func(b *base, _ *swapClock) ports.Backend { return announcesRelease{b} },
 			[]string{"WAKE-005"}},

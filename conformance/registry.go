@@ -371,7 +371,7 @@ var registry = []Invariant{
 		Summary: "PruneEvents deletes at most BatchSize events inserted strictly before the cutoff, oldest first; the run keeps its latest seq",
 		Source:  "spec §13, ports.EventStore", check: checkPruneEvents},
 	{ID: "PRUNE-002", Area: AreaPrune, Behaviour: "run_prune_takes_only_old_terminal_runs", Spec: nil,
-		Summary: "PruneRuns deletes terminal runs updated strictly before the cutoff with their events, never running or waiting ones",
+		Summary: "PruneRuns deletes terminal runs updated strictly before the cutoff with their events, never running (poisoned included) or waiting ones",
 		Source:  "spec §13, ports.EventStore", check: checkPruneRuns},
 	{ID: "PRUNE-003", Area: AreaPrune, Behaviour: "sub_microsecond_cutoff_stays_strict", Spec: nil,
 		Summary: "a cutoff inside a microsecond still prunes the rows stamped strictly before it",
