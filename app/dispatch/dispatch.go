@@ -506,10 +506,15 @@ func (d *Dispatcher) launch(ctx context.Context, lease ports.Lease) {
 }
 
 func resultOf(err error) string {
-	if err != nil {
-		return ports.ResultError
+	switch {
+	case err == nil:
+		return ports.ResultOK
+	case errors.Is(err, context.Canceled):
+		// Cancelled by the dispatcher stopping: not a failure, and not
+		// logged as one either.
+		return ports.ResultSkipped
 	}
-	return ports.ResultOK
+	return ports.ResultError
 }
 
 // run drives one lease and reports its slot free: when the drive ends, or

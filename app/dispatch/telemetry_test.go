@@ -175,6 +175,35 @@ func TestAFailedPollEndsItsSpanWithAnError(t *testing.T) {
 	assert.Empty(t, tel.factsNamed(ports.FactClaimAttempt))
 }
 
+// claimUntilCancelled is a store whose claim answers only when its
+// context ends, with the context's error, as a database call does.
+type claimUntilCancelled struct{ *fakeStore }
+
+func (s claimUntilCancelled) ClaimDue(ctx context.Context, _ claim.Request) (*ports.ClaimBatch, error) {
+	s.entered <- 1
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A poll still running at the drain deadline is cancelled by the stopping
+// dispatcher: it did not fail, as the log already treats it.
+func TestAPollCancelledByStopIsSkippedNotFailed(t *testing.T) {
+	t.Parallel()
+	base := newFakeStore(nil)
+	tel := &recorder{}
+	d := newDispatcher(t, base, func(c *dispatch.Config) {
+		c.Runs = claimUntilCancelled{base}
+		c.DrainTimeout = 20 * time.Millisecond
+		c.Telemetry = tel
+	})
+	require.NoError(t, d.Start(context.Background()))
+	base.waitCall(t, 1)
+	_ = d.Stop(context.Background())
+	require.Eventually(t, func() bool { return len(tel.spansNamed(ports.FactDispatcherPoll)) == 1 }, wait, time.Millisecond)
+	assert.Equal(t, ports.ResultSkipped, tel.spansNamed(ports.FactDispatcherPoll)[0].result)
+	assert.Equal(t, ports.ResultSkipped, tel.spansNamed(ports.FactDispatcherClaim)[0].result)
+}
+
 func TestWakesAreNotCountedByTheDispatcher(t *testing.T) {
 	t.Parallel()
 	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) { return empty(), nil })
