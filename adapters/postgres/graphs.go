@@ -134,13 +134,7 @@ func (s *Store) listVersions(ctx context.Context, owner ports.OwnerScope, graphI
 		Where("g.scope_key = ?", owner.Key()).
 		Where("g.graph_id = ?", graphID)
 	if before != nil {
-		if at := ports.Micros(before.PublishedAt); at.Equal(before.PublishedAt) {
-			q = q.Where(`(g.inserted_at < ? OR (g.inserted_at = ? AND g.graph_hash COLLATE "C" < ?))`, at, at, before.Hash)
-		} else {
-			// Inside a microsecond: after every version stamped in it (see
-			// ListRuns).
-			q = q.Where("g.inserted_at < ?", ports.CeilMicros(before.PublishedAt))
-		}
+		q = olderThan(q, "g.inserted_at", "g.graph_hash", before.PublishedAt, before.Hash)
 	}
 	q = q.OrderExpr(`g.inserted_at DESC, g.graph_hash COLLATE "C" DESC`).Limit(int64(limit))
 	var rows []versionRow

@@ -277,6 +277,18 @@ func (s *Store) InspectRun(ctx context.Context, scope ports.Scope, runID string)
 	return row.info()
 }
 
+// olderThan keeps the rows of a newest-first page, ordered by (timeCol
+// DESC, keyCol COLLATE "C" DESC), that come after the cursor (at, key). A
+// cursor inside a microsecond is after every row stamped in it, whatever
+// their keys (the column holds whole microseconds). The column names are
+// the store's own, never input.
+func olderThan(q *bun.SelectQuery, timeCol, keyCol string, at time.Time, key string) *bun.SelectQuery {
+	if whole := ports.Micros(at); !whole.Equal(at) {
+		return q.Where(timeCol+" < ?", ports.CeilMicros(at))
+	}
+	return q.Where("("+timeCol+" < ? OR ("+timeCol+" = ? AND "+keyCol+` COLLATE "C" < ?))`, at, at, key)
+}
+
 // whereScope adds the scope predicate on alias r: none for system.
 func whereScope(q *bun.SelectQuery, scope ports.Scope) *bun.SelectQuery {
 	if scope.IsSystem() {
@@ -341,13 +353,7 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		q = q.Where("r.status IN (?)", bun.List(statuses))
 	}
 	if p.Before != nil {
-		if at := ports.Micros(p.Before.StartedAt); at.Equal(p.Before.StartedAt) {
-			q = q.Where(`(r.started_at < ? OR (r.started_at = ? AND r.run_id COLLATE "C" < ?))`, at, at, p.Before.RunID)
-		} else {
-			// A cursor inside a microsecond is after every row stamped in
-			// it, whatever their ids (the column holds whole microseconds).
-			q = q.Where("r.started_at < ?", ports.CeilMicros(p.Before.StartedAt))
-		}
+		q = olderThan(q, "r.started_at", "r.run_id", p.Before.StartedAt, p.Before.RunID)
 	}
 	q = q.OrderExpr(`r.started_at DESC, r.run_id COLLATE "C" DESC`).Limit(int64(p.Limit + 1))
 
