@@ -398,10 +398,7 @@ func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref Graph
 	if e.cache != nil {
 		// Reported like a vehicle's lookup: a start's miss is the cache's
 		// miss, which the vehicles' hits that follow would otherwise hide.
-		began := time.Now()
-		entry, result := e.cache.Get(key)
-		e.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1, "duration": float64(time.Since(began))},
-			ports.Label{Key: ports.LabelResult, Value: string(result)})
+		entry, result := e.cache.Lookup(ctx, e.cfg.Telemetry, key)
 		if result == graphcache.Hit {
 			return entry.Compiled, nil
 		}
@@ -415,9 +412,7 @@ func (e *Engine) compiled(ctx context.Context, owner ports.OwnerScope, ref Graph
 	if err != nil {
 		return nil, err
 	}
-	_, span = e.cfg.Telemetry.StartSpan(ctx, ports.FactGraphCompile, ports.Label{Key: ports.LabelGraphID, Value: ref.GraphID})
-	compiled, err := vehicle.Compile(doc, e.cfg.Nodes, e.cfg.MaxSupersteps)
-	span.End(resultOf(err), nil)
+	compiled, err := vehicle.CompileTraced(ctx, e.cfg.Telemetry, doc, e.cfg.Nodes, e.cfg.MaxSupersteps)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@
 package graphcache
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -95,6 +96,16 @@ func New(opts Options) *Cache {
 		opts.Now = time.Now
 	}
 	return &Cache{opts: opts, entries: map[Key]entry{}}
+}
+
+// Lookup is Get reported as one graph_cache.fetch fact (its result and
+// duration), as every runtime lookup is.
+func (c *Cache) Lookup(ctx context.Context, tel ports.Telemetry, k Key) (Entry, Result) {
+	began := time.Now()
+	e, result := c.Get(k)
+	tel.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1, "duration": float64(time.Since(began))},
+		ports.Label{Key: ports.LabelResult, Value: string(result)})
+	return e, result
 }
 
 // Get looks k up. A hit returns the compiled graph; Incompatible returns

@@ -431,10 +431,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	key := graphcache.Key{Owner: d.lease.Owner, GraphID: d.lease.GraphID, Hash: d.lease.GraphHash}
 	var generation string // the registry this drive compiles against
 	if c := d.cfg.Cache; c != nil {
-		began := time.Now()
-		e, result := c.Get(key)
-		d.cfg.Telemetry.Emit(ctx, ports.FactGraphCacheFetch, ports.Measurements{"count": 1, "duration": float64(time.Since(began))},
-			ports.Label{Key: ports.LabelResult, Value: string(result)})
+		e, result := c.Lookup(ctx, d.cfg.Telemetry, key)
 		switch result {
 		case graphcache.Hit:
 			return d.checkHost(ctx, e.Compiled)
@@ -472,9 +469,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 		return nil, d.discard(ctx, StageGraphFetch, err), false
 	}
 
-	_, span = d.cfg.Telemetry.StartSpan(ctx, ports.FactGraphCompile, ports.Label{Key: ports.LabelGraphID, Value: d.lease.GraphID})
-	compiled, err := Compile(doc, d.cfg.Nodes, d.cfg.MaxSupersteps)
-	span.End(resultOf(err), nil)
+	compiled, err := CompileTraced(ctx, d.cfg.Telemetry, doc, d.cfg.Nodes, d.cfg.MaxSupersteps)
 	switch {
 	case err != nil:
 		d.putIncompatible(key, generation, ReasonCompileFailed, false)
@@ -501,6 +496,14 @@ func Compile(doc *graph.Graph, nodes graph.Implementations, maxSupersteps int) (
 		EffectiveDocument: true,
 		MaxSupersteps:     maxSupersteps,
 	})
+}
+
+// CompileTraced is Compile inside a graph.compile span.
+func CompileTraced(ctx context.Context, tel ports.Telemetry, doc *graph.Graph, nodes graph.Implementations, maxSupersteps int) (*graph.Compiled, error) {
+	_, span := tel.StartSpan(ctx, ports.FactGraphCompile, ports.Label{Key: ports.LabelGraphID, Value: doc.ID})
+	compiled, err := Compile(doc, nodes, maxSupersteps)
+	span.End(resultOf(err), nil)
+	return compiled, err
 }
 
 func (d *drive) putIncompatible(key graphcache.Key, generation, reason string, undecodable bool) {
