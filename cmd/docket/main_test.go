@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +20,60 @@ import (
 	"github.com/docketgo/docket/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(signalChildEnv) != "" {
+		signalChild()
+		return
+	}
+	pgtest.Main(m)
+}
+
+// signalChildEnv makes the test binary act as signalChild instead of
+// running tests.
+const signalChildEnv = "DOCKET_TEST_SIGNAL_CHILD"
+
+// signalChild waits for its first interrupt, says so, and then stays busy
+// for a minute, as a worker whose drain is slow does.
+func signalChild() {
+	ctx, stop := interruptContext()
+	defer stop()
+	fmt.Println("ready")
+	<-ctx.Done()
+	fmt.Println("stopping")
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
+
+// A second Ctrl-C ends a process still busy after the first one.
+func TestSecondInterruptEndsTheProcess(t *testing.T) {
+	t.Parallel()
+	child := exec.Command(os.Args[0], "-test.run", "^$")
+	child.Env = append(os.Environ(), signalChildEnv+"=1")
+	stdout, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill() })
+	lines := bufio.NewScanner(stdout)
+
+	require.True(t, lines.Scan())
+	require.Equal(t, "ready", lines.Text())
+	require.NoError(t, child.Process.Signal(os.Interrupt))
+	require.True(t, lines.Scan())
+	require.Equal(t, "stopping", lines.Text(), "the first interrupt ends the context")
+	require.NoError(t, child.Process.Signal(os.Interrupt))
+
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "the child exited on its own")
+		status := exit.Sys().(syscall.WaitStatus)
+		assert.True(t, status.Signaled() && status.Signal() == syscall.SIGINT, "ended by the second interrupt: %v", status)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second interrupt did not end the process")
+	}
+}
 
 // binary is the docket executable TestBinary builds for its subtests.
 var binary string

@@ -95,7 +95,7 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 		defer cancel()
 	}
 	<-wait.Done()
-	a.say("docket worker: stopping (finishing running work)")
+	a.say("docket worker: stopping (finishing running work; interrupt again to exit at once)")
 	// The stop gets its own budget: the command's context is already done.
 	drain := cmp.Or(cfg.Dispatcher.DrainTimeout, engine.DefaultDrainTimeout) // 0 is the engine's default
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain+time.Second)
