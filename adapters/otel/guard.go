@@ -87,9 +87,11 @@ func lastValue(labels []ports.Label, key string) (string, bool) {
 // metric guard: a key is kept only when the instrument declares it AND it
 // is on the bounded allow-list, and every value is forced into a word.
 // Identities therefore never become metric attributes, whatever the caller
-// passes.
-func metricAttributes(labels []ports.Label, def *metricDef) attribute.Set {
-	kvs := make([]attribute.KeyValue, 0, len(def.Labels)+1)
+// passes. The constant attributes (Config.Attributes) are outside the
+// catalog's namespace.
+func metricAttributes(constant []attribute.KeyValue, labels []ports.Label, def *metricDef) attribute.Set {
+	kvs := make([]attribute.KeyValue, 0, len(constant)+len(def.Labels)+1)
+	kvs = append(kvs, constant...)
 	for _, key := range def.Labels {
 		if !metricLabelKeys[key] {
 			continue

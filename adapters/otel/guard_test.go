@@ -87,7 +87,7 @@ func TestSpanAttributesFollowTheAllowList(t *testing.T) {
 func TestMetricAttributesKeepOnlyDeclaredBoundedKeys(t *testing.T) {
 	t.Parallel()
 	def := &metricDef{Labels: []string{"stage", "result", "run_id"}, Fixed: &fixedAttribute{Key: "class", Value: "ready"}}
-	set := metricAttributes([]ports.Label{
+	set := metricAttributes(nil, []ports.Label{
 		{Key: "stage", Value: "commit"},
 		{Key: "result", Value: "0b1c6a0e-8a41"},
 		{Key: "run_id", Value: "run-1"},

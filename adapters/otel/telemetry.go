@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,12 +30,20 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider creates the meter (nil: otel.GetMeterProvider()).
 	MeterProvider metric.MeterProvider
+	// Attributes are added to every metric point, so that several engines
+	// in one process (each with its own Telemetry) keep series of their
+	// own: without them their gauges overwrite each other. Use a few
+	// bounded values, such as attribute.String("service.component",
+	// "billing-engine"). Keys in the catalog's namespace ("docket.") and
+	// invalid attributes (an empty key) are ignored.
+	Attributes []attribute.KeyValue
 }
 
 // Telemetry implements ports.Telemetry on OpenTelemetry. It is safe for
 // concurrent use; every method returns without waiting on an exporter.
 type Telemetry struct {
 	tracer     trace.Tracer
+	constant   []attribute.KeyValue
 	facts      map[string]*fact
 	commits    metric.Float64Counter
 	retryDelay metric.Float64Histogram
@@ -45,6 +54,7 @@ var _ ports.Telemetry = (*Telemetry)(nil)
 // fact is a catalog entry with its instruments.
 type fact struct {
 	recorders []recorder
+	constant  []attribute.KeyValue // Config.Attributes
 }
 
 type recorder struct {
@@ -66,10 +76,16 @@ func New(cfg Config) (*Telemetry, error) {
 	meter := mp.Meter(ScopeName)
 	b := instrumentBuilder{meter: meter, byName: map[string]builtInstrument{}}
 
-	t := &Telemetry{tracer: tp.Tracer(ScopeName), facts: make(map[string]*fact, len(catalog))}
+	var constant []attribute.KeyValue
+	for _, kv := range cfg.Attributes {
+		if kv.Valid() && !strings.HasPrefix(string(kv.Key), attributePrefix) {
+			constant = append(constant, kv)
+		}
+	}
+	t := &Telemetry{tracer: tp.Tracer(ScopeName), constant: constant, facts: make(map[string]*fact, len(catalog))}
 	for i := range catalog {
 		entry := &catalog[i]
-		f := &fact{}
+		f := &fact{constant: constant}
 		for j := range entry.Metrics {
 			def := &entry.Metrics[j]
 			f.recorders = append(f.recorders, recorder{def: def, record: b.build(def)})
@@ -171,7 +187,7 @@ func (f *fact) record(ctx context.Context, m ports.Measurements, labels []ports.
 		if !ok {
 			continue
 		}
-		r.record(ctx, v, metricAttributes(labels, r.def))
+		r.record(ctx, v, metricAttributes(f.constant, labels, r.def))
 	}
 }
 
@@ -296,10 +312,10 @@ func (t *Telemetry) Committed(ctx context.Context, f ports.CommittedFact) {
 		{Key: keyCheckpointType, Value: string(f.CheckpointType)},
 		{Key: keyDisposition, Value: string(f.Disposition)},
 	}
-	t.commits.Add(ctx, 1, metric.WithAttributeSet(metricAttributes(labels, &commitsDef)))
+	t.commits.Add(ctx, 1, metric.WithAttributeSet(metricAttributes(t.constant, labels, &commitsDef)))
 	retry := f.CheckpointType == run.CheckpointRetryScheduled
 	if retry && f.RetryDelay >= 0 {
-		t.retryDelay.Record(ctx, f.RetryDelay.Seconds())
+		t.retryDelay.Record(ctx, f.RetryDelay.Seconds(), metric.WithAttributeSet(attribute.NewSet(t.constant...)))
 	}
 	if s := trace.SpanFromContext(ctx); s.IsRecording() {
 		attrs := append(spanAttributes(labels),

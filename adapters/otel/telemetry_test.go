@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	docketotel "github.com/docketgo/docket/adapters/otel"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 )
@@ -390,4 +392,45 @@ func TestConcurrentUseIsSafe(t *testing.T) {
 	assert.Equal(t, total, pointWith(t, rm, "docket.claim.attempts", map[string]string{"docket.result": "acquired"}).Value)
 	assert.Equal(t, uint64(total), pointWith(t, rm, "docket.node.attempt.duration", map[string]string{"docket.result": "ok"}).Count)
 	assert.Len(t, h.spans.GetSpans(), workers*perWorker)
+}
+
+// Two engines in one process, each with its own Telemetry on one meter
+// provider, keep gauges of their own when each names itself.
+func TestConfigAttributesKeepEnginesApart(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	engine := func(name string) *docketotel.Telemetry {
+		tel, err := docketotel.New(docketotel.Config{MeterProvider: mp, Attributes: []attribute.KeyValue{
+			attribute.String("service.component", name),
+			attribute.String("docket.result", "the catalog's namespace: ignored"),
+			{}, // invalid: ignored
+		}})
+		require.NoError(t, err)
+		return tel
+	}
+	ctx := context.Background()
+	billing, search := engine("billing"), engine("search")
+	billing.Emit(ctx, "dispatcher.state", ports.Measurements{"in_flight": 5})
+	search.Emit(ctx, "dispatcher.state", ports.Measurements{"in_flight": 2})
+	billing.Committed(ctx, ports.CommittedFact{CheckpointType: run.CheckpointRetryScheduled, Disposition: run.DispositionAt, RetryDelay: time.Second})
+	_, poll := search.StartSpan(ctx, "dispatcher.poll")
+	poll.End(ports.ResultOK, ports.Measurements{"leases": 1})
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	assert.ElementsMatch(t, []point{
+		{Attrs: map[string]string{"service.component": "billing"}, Value: 5},
+		{Attrs: map[string]string{"service.component": "search"}, Value: 2},
+	}, pointsOf(t, rm, "docket.dispatcher.in_flight"))
+	assert.Equal(t, []point{{Attrs: map[string]string{"service.component": "billing"}, Value: 1, Count: 1}},
+		pointsOf(t, rm, "docket.commit.retry_delay"))
+	commits := pointsOf(t, rm, "docket.commits")
+	require.Len(t, commits, 1)
+	assert.Equal(t, "billing", commits[0].Attrs["service.component"])
+	polls := pointsOf(t, rm, "docket.dispatcher.poll.duration")
+	require.Len(t, polls, 1)
+	assert.Equal(t, "search", polls[0].Attrs["service.component"])
+	assert.Equal(t, "ok", polls[0].Attrs["docket.result"])
 }
