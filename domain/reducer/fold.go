@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"math"
+	"math/big"
 
 	"github.com/docketgo/docket/domain/value"
 )
@@ -48,8 +49,9 @@ func (r Reducer) Zero() (v any, ok bool) {
 //     ignored; opts deep merges nested maps recursively.
 //   - sum: (current if a number, else 0) + Σ writes; int64 stays int64, any
 //     float makes the result float64. Non-number writes are skipped (they
-//     cannot pass write validation). An integer sum that overflows int64
-//     saturates at the int64 bounds rather than wrapping.
+//     cannot pass write validation). Integers add exactly: an integer
+//     result outside the int64 range saturates at its bounds rather than
+//     wrapping, and a float joining the sum converts the exact total.
 //
 // flat: a list write contributes its elements, any other write (null
 // included) contributes itself. The base of append and union is current
@@ -241,44 +243,111 @@ func mergeInto(dst, write map[string]any, deep bool) {
 
 func sum(current any, hasCurrent bool, writes []any) any {
 	// Σ writes first, then the base, the order the reference adds in, so
-	// float rounding matches.
-	var total any = int64(0)
+	// float rounding matches. Integers add exactly (the reference's are
+	// unbounded): only the result saturates, never a partial sum.
+	var total number
 	for _, w := range writes {
-		if value.IsNumber(w) {
-			total = add(total, w)
-		}
+		total.add(w)
 	}
 	if hasCurrent && value.IsNumber(current) {
-		return add(current, total)
+		var base number
+		base.add(current)
+		base.addNumber(&total)
+		return base.result()
 	}
-	return total
+	return total.result()
 }
 
-func add(a, b any) any {
-	ai, aInt := a.(int64)
-	bi, bInt := b.(int64)
-	if aInt && bInt {
-		s := ai + bi
-		switch {
-		case ai > 0 && bi > 0 && s < 0:
-			return int64(math.MaxInt64)
-		case ai < 0 && bi < 0 && s >= 0:
-			return int64(math.MinInt64)
-		}
-		return s
-	}
-	// Clamp instead of producing an infinity, which is not portable.
-	return math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, toFloat(a)+toFloat(b)))
+// number is an exact running sum: an int64 until it leaves the int64
+// range, then a big.Int, and a float64 once a float joins it.
+type number struct {
+	i       int64
+	big     *big.Int // the exact integer once it overflowed i
+	f       float64
+	isFloat bool
 }
 
-func toFloat(v any) float64 {
+// add adds a write; a non-number adds nothing.
+func (n *number) add(v any) {
 	switch x := v.(type) {
 	case int64:
-		return float64(x)
+		n.addInt(x)
 	case float64:
-		return x
+		n.addFloat(x)
 	}
-	return 0
+}
+
+func (n *number) addInt(x int64) {
+	switch {
+	case n.isFloat:
+		n.addFloat(float64(x))
+	case n.big != nil:
+		n.big.Add(n.big, big.NewInt(x))
+	default:
+		s := n.i + x
+		if (x > 0 && s < n.i) || (x < 0 && s > n.i) {
+			n.big = new(big.Int).Add(big.NewInt(n.i), big.NewInt(x))
+			return
+		}
+		n.i = s
+	}
+}
+
+func (n *number) addFloat(x float64) {
+	if !n.isFloat {
+		n.f, n.isFloat, n.big = n.float(), true, nil
+	}
+	// Clamp instead of producing an infinity, which is not portable.
+	n.f = clampFloat(n.f + x)
+}
+
+// addNumber adds another running sum.
+func (n *number) addNumber(o *number) {
+	switch {
+	case o.isFloat:
+		n.addFloat(o.f)
+	case o.big != nil && n.isFloat:
+		n.addFloat(o.float())
+	case o.big != nil:
+		if n.big == nil {
+			n.big = big.NewInt(n.i)
+		}
+		n.big.Add(n.big, o.big)
+	default:
+		n.addInt(o.i)
+	}
+}
+
+// float is the sum as the nearest float64, clamped to the finite range.
+func (n *number) float() float64 {
+	switch {
+	case n.isFloat:
+		return n.f
+	case n.big != nil:
+		f, _ := new(big.Float).SetInt(n.big).Float64()
+		return clampFloat(f)
+	}
+	return float64(n.i)
+}
+
+// result is the sum as a portable number: an integer outside the int64
+// range saturates at its bounds rather than wrapping.
+func (n *number) result() any {
+	switch {
+	case n.isFloat:
+		return n.f
+	case n.big == nil:
+		return n.i
+	case n.big.IsInt64():
+		return n.big.Int64()
+	case n.big.Sign() > 0:
+		return int64(math.MaxInt64)
+	}
+	return int64(math.MinInt64)
+}
+
+func clampFloat(f float64) float64 {
+	return math.Max(-math.MaxFloat64, math.Min(math.MaxFloat64, f))
 }
 
 // intOpt reads an integer option; Go callers may pass an int.

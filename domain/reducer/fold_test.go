@@ -122,6 +122,14 @@ func TestFold(t *testing.T) {
 		{"sum saturates instead of wrapping", r(reducer.Sum), set(int64(math.MaxInt64)), []any{int64(1)}, int64(math.MaxInt64)},
 		{"sum saturates negative overflow", r(reducer.Sum), set(int64(math.MinInt64)), []any{int64(-1)}, int64(math.MinInt64)},
 		{"sum never produces an infinity", r(reducer.Sum), set(math.MaxFloat64), []any{math.MaxFloat64}, math.MaxFloat64},
+		{"sum adds integers exactly before saturating", r(reducer.Sum), set(int64(0)),
+			[]any{int64(math.MaxInt64), int64(1), int64(-1)}, int64(math.MaxInt64)},
+		{"sum adds the committed value to the exact total", r(reducer.Sum), set(int64(-10)),
+			[]any{int64(math.MaxInt64), int64(1)}, int64(math.MaxInt64 - 9)},
+		{"sum converts the exact integer total when a float joins", r(reducer.Sum), unset,
+			[]any{int64(math.MaxInt64), int64(math.MaxInt64), 0.5}, 2 * float64(math.MaxInt64)},
+		{"sum adds a float committed value to the exact integer total", r(reducer.Sum), set(0.5),
+			[]any{int64(math.MinInt64), int64(math.MinInt64)}, 2 * float64(math.MinInt64)},
 
 		// no writes
 		{"no writes keep the committed value", r(reducer.Append), set([]any{"a"}), nil, []any{"a"}},
