@@ -482,7 +482,11 @@ func wireNonDurable(path string, err error) error {
 // types, guard ops and schema types, "$" keys in open content, invalid
 // UTF-8 and nesting deeper than value.MaxDepth with a *DocumentError of
 // code CodeInvalidDocument, and a schema_version above SchemaVersion with
-// CodeUnsupportedSchemaVersion.
+// CodeUnsupportedSchemaVersion. A document with several such problems
+// gets a DocumentErrors naming every one (in sorted-key order, so the
+// list is stable); errors.As to a *DocumentError finds the first. Only a
+// newer schema version, text that is not UTF-8 and too deep nesting stop
+// the reading at once.
 // Record IDs are taken from the map keys; a field without "kind" takes its
 // section's kind; null for an optional key means absent. Empty open maps and
 // lists load as nil. It does not compile the document: ID syntax, kinds
@@ -495,55 +499,92 @@ func FromMap(m map[string]any) (*Graph, error) {
 	if err := wireCheckUTF8(m, ""); err != nil {
 		return nil, err
 	}
-	if err := wireCheckKeys(m, wireGraphKeySet, wireGraphKeys, ""); err != nil {
-		return nil, err
-	}
-	g := &Graph{}
+	var p wireProblems
 	version, err := wireReadSchemaVersion(m)
-	if err != nil {
+	var unsupported *DocumentError
+	if errors.As(err, &unsupported) && unsupported.Code == CodeUnsupportedSchemaVersion {
+		// A newer document's other keys mean what this version cannot know.
 		return nil, err
 	}
-	g.SchemaVersion = version
+	p.add(err)
+	p.checkKeys(m, wireGraphKeySet, wireGraphKeys, "")
+	g := &Graph{SchemaVersion: version}
 
-	rawID, ok := m["id"]
-	if !ok {
-		return nil, wireInvalid("id", "missing required key")
+	switch rawID, ok := m["id"]; {
+	case !ok:
+		p.add(wireInvalid("id", "missing required key"))
+	default:
+		if g.ID, ok = rawID.(string); !ok {
+			p.add(wireInvalid("id", "must be a string, got %s", wireDescribe(rawID)))
+		}
 	}
-	if g.ID, ok = rawID.(string); !ok {
-		return nil, wireInvalid("id", "must be a string, got %s", wireDescribe(rawID))
-	}
-	if g.Name, err = wireReadString(m, "name", ""); err != nil {
-		return nil, err
-	}
-	if g.Description, err = wireReadString(m, "description", ""); err != nil {
-		return nil, err
-	}
-	if g.Inputs, err = wireReadCollection(m, "inputs", func(id string, rec map[string]any, path string) (*Field, error) {
-		return wireReadField(id, rec, KindInput, path)
-	}); err != nil {
-		return nil, err
-	}
-	if g.Fields, err = wireReadCollection(m, "fields", func(id string, rec map[string]any, path string) (*Field, error) {
-		return wireReadField(id, rec, KindState, path)
-	}); err != nil {
-		return nil, err
-	}
-	if g.Outputs, err = wireReadCollection(m, "outputs", wireReadOutput); err != nil {
-		return nil, err
-	}
-	if g.Nodes, err = wireReadCollection(m, "nodes", wireReadNode); err != nil {
-		return nil, err
-	}
-	if g.Edges, err = wireReadCollection(m, "edges", wireReadEdge); err != nil {
-		return nil, err
-	}
-	if g.Policies, err = wireReadOpen(m, "policies", ""); err != nil {
-		return nil, err
-	}
-	if g.Metadata, err = wireReadOpen(m, "metadata", ""); err != nil {
+	g.Name = p.str(m, "name", "")
+	g.Description = p.str(m, "description", "")
+	g.Inputs = wireReadCollection(&p, m, "inputs", func(p *wireProblems, id string, rec map[string]any, path string) *Field {
+		return wireReadField(p, id, rec, KindInput, path)
+	})
+	g.Fields = wireReadCollection(&p, m, "fields", func(p *wireProblems, id string, rec map[string]any, path string) *Field {
+		return wireReadField(p, id, rec, KindState, path)
+	})
+	g.Outputs = wireReadCollection(&p, m, "outputs", wireReadOutput)
+	g.Nodes = wireReadCollection(&p, m, "nodes", wireReadNode)
+	g.Edges = wireReadCollection(&p, m, "edges", wireReadEdge)
+	g.Policies = p.open(m, "policies", "")
+	g.Metadata = p.open(m, "metadata", "")
+	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// DocumentErrors is every problem FromMap (and Parse) found in a document
+// that has more than one, in sorted-key order. It unwraps to each
+// *DocumentError, so errors.Is(err, ErrInvalidDocument) holds and
+// errors.As to a *DocumentError yields the first.
+type DocumentErrors []*DocumentError
+
+// Error lists the problems one per line.
+func (e DocumentErrors) Error() string {
+	lines := make([]string, len(e))
+	for i, de := range e {
+		lines[i] = de.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes each problem.
+func (e DocumentErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, de := range e {
+		errs[i] = de
+	}
+	return errs
+}
+
+// wireProblems collects the problems of one document, so that FromMap
+// reports all of them rather than the first.
+type wireProblems []*DocumentError
+
+func (p *wireProblems) add(err error) {
+	if err == nil {
+		return
+	}
+	var de *DocumentError
+	if !errors.As(err, &de) {
+		de = &DocumentError{Code: CodeInvalidDocument, Message: err.Error(), Err: err}
+	}
+	*p = append(*p, de)
+}
+
+// err is nil, the only problem, or DocumentErrors.
+func (p wireProblems) err() error {
+	switch len(p) {
+	case 0:
+		return nil
+	case 1:
+		return p[0]
+	}
+	return DocumentErrors(p)
 }
 
 func wireReadSchemaVersion(m map[string]any) (int, error) {
@@ -562,96 +603,86 @@ func wireReadSchemaVersion(m map[string]any) (int, error) {
 	return int(v), nil
 }
 
-func wireReadCollection[R any](m map[string]any, key string, read func(id string, rec map[string]any, path string) (*R, error)) (map[string]*R, error) {
+// wireReadCollection reads a map of records, skipping each record that is
+// not a map (after noting it).
+func wireReadCollection[R any](p *wireProblems, m map[string]any, key string, read func(p *wireProblems, id string, rec map[string]any, path string) *R) map[string]*R {
 	raw := m[key]
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	collection, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(key, "must be a map of records, got %s", wireDescribe(raw))
+		p.add(wireInvalid(key, "must be a map of records, got %s", wireDescribe(raw)))
+		return nil
 	}
 	if len(collection) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make(map[string]*R, len(collection))
 	for _, id := range value.SortedKeys(collection) {
 		path := key + "." + id
 		rec, ok := collection[id].(map[string]any)
 		if !ok {
-			return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(collection[id]))
+			p.add(wireInvalid(path, "must be a map, got %s", wireDescribe(collection[id])))
+			continue
 		}
-		r, err := read(id, rec, path)
-		if err != nil {
-			return nil, err
-		}
-		out[id] = r
+		out[id] = read(p, id, rec, path)
 	}
-	return out, nil
+	return out
 }
 
-func wireReadField(id string, m map[string]any, sectionKind FieldKind, path string) (*Field, error) {
-	if err := wireCheckKeys(m, wireFieldKeySet, wireFieldKeys, path); err != nil {
-		return nil, err
-	}
+func wireReadField(p *wireProblems, id string, m map[string]any, sectionKind FieldKind, path string) *Field {
+	p.checkKeys(m, wireFieldKeySet, wireFieldKeys, path)
 	f := &Field{ID: id, Kind: sectionKind}
 	if raw := m["kind"]; raw != nil {
 		kind, _ := raw.(string)
 		if FieldKind(kind) != KindInput && FieldKind(kind) != KindState {
-			return nil, wireInvalid(path+".kind", "must be \"input\" or \"state\", got %s", wireDescribe(raw))
+			p.add(wireInvalid(path+".kind", "must be \"input\" or \"state\", got %s", wireDescribe(raw)))
+		} else {
+			f.Kind = FieldKind(kind)
 		}
-		f.Kind = FieldKind(kind)
 	}
-	var err error
-	if f.Label, err = wireReadString(m, "label", path); err != nil {
-		return nil, err
-	}
-	if f.Description, err = wireReadString(m, "description", path); err != nil {
-		return nil, err
-	}
-	if f.Schema, err = wireReadSchema(m, path); err != nil {
-		return nil, err
-	}
+	f.Label = p.str(m, "label", path)
+	f.Description = p.str(m, "description", path)
+	f.Schema = p.schema(m, path)
 	if raw := m["reducer"]; raw != nil {
-		if f.Reducer, err = wireReadReducer(raw, path+".reducer"); err != nil {
-			return nil, err
-		}
+		f.Reducer = wireReadReducer(p, raw, path+".reducer")
 	}
 	if raw := m["required"]; raw != nil {
 		required, ok := raw.(bool)
 		if !ok {
-			return nil, wireInvalid(path+".required", "must be a boolean, got %s", wireDescribe(raw))
+			p.add(wireInvalid(path+".required", "must be a boolean, got %s", wireDescribe(raw)))
 		}
 		f.Required = required
 	}
-	if f.Default, err = wireReadPortable(m["default"], path+".default"); err != nil {
-		return nil, err
-	}
-	if f.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
-		return nil, err
-	}
-	return f, nil
+	f.Default = p.portable(m["default"], path+".default")
+	f.Metadata = p.open(m, "metadata", path)
+	return f
 }
 
-func wireReadSchema(m map[string]any, path string) (*schema.Schema, error) {
+// schema reads the optional "schema" key of a record.
+func (p *wireProblems) schema(m map[string]any, path string) *schema.Schema {
 	raw := m["schema"]
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	path = wireJoin(path, "schema")
 	sm, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a map, got %s", wireDescribe(raw)))
+		return nil
 	}
 	// "$" keys are reserved at every depth, field names included.
 	if err := value.Check(sm); err != nil {
-		return nil, wireInvalidContent(path, err)
+		p.add(wireInvalidContent(path, err))
+		return nil
 	}
 	s, err := schema.FromMap(sm)
 	if err != nil {
-		return nil, wireSchemaError(path, err)
+		p.add(wireSchemaError(path, err))
+		return nil
 	}
-	return s, nil
+	return s
 }
 
 func wireSchemaError(path string, err error) error {
@@ -662,310 +693,254 @@ func wireSchemaError(path string, err error) error {
 	return &DocumentError{Code: CodeInvalidDocument, Path: path, Message: err.Error(), Err: err}
 }
 
-func wireReadReducer(raw any, path string) (*reducer.Reducer, error) {
+func wireReadReducer(p *wireProblems, raw any, path string) *reducer.Reducer {
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a map, got %s", wireDescribe(raw)))
+		return nil
 	}
-	if err := wireCheckKeys(m, wireReducerKeySet, wireReducerKeys, path); err != nil {
-		return nil, err
-	}
+	p.checkKeys(m, wireReducerKeySet, wireReducerKeys, path)
+	opts := p.open(m, "opts", path)
 	t, _ := m["type"].(string)
 	if !wireReducerTypes[reducer.Type(t)] {
 		if m["type"] == nil {
-			return nil, wireInvalid(path+".type", "missing required key")
+			p.add(wireInvalid(path+".type", "missing required key"))
+		} else {
+			p.add(wireInvalid(path+".type", "unknown reducer type %s (expected append, first_value, last_value, merge, sum or union)", wireDescribe(m["type"])))
 		}
-		return nil, wireInvalid(path+".type", "unknown reducer type %s (expected append, first_value, last_value, merge, sum or union)", wireDescribe(m["type"]))
+		return nil
 	}
-	opts, err := wireReadOpen(m, "opts", path)
-	if err != nil {
-		return nil, err
-	}
-	return &reducer.Reducer{Type: reducer.Type(t), Opts: opts}, nil
+	return &reducer.Reducer{Type: reducer.Type(t), Opts: opts}
 }
 
-func wireReadOutput(id string, m map[string]any, path string) (*Output, error) {
-	if err := wireCheckKeys(m, wireOutputKeySet, wireOutputKeys, path); err != nil {
-		return nil, err
+func wireReadOutput(p *wireProblems, id string, m map[string]any, path string) *Output {
+	p.checkKeys(m, wireOutputKeySet, wireOutputKeys, path)
+	return &Output{
+		ID:          id,
+		Source:      p.str(m, "source", path),
+		Label:       p.str(m, "label", path),
+		Description: p.str(m, "description", path),
+		Schema:      p.schema(m, path),
+		Metadata:    p.open(m, "metadata", path),
 	}
-	o := &Output{ID: id}
-	var err error
-	if o.Source, err = wireReadString(m, "source", path); err != nil {
-		return nil, err
-	}
-	if o.Label, err = wireReadString(m, "label", path); err != nil {
-		return nil, err
-	}
-	if o.Description, err = wireReadString(m, "description", path); err != nil {
-		return nil, err
-	}
-	if o.Schema, err = wireReadSchema(m, path); err != nil {
-		return nil, err
-	}
-	if o.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
-		return nil, err
-	}
-	return o, nil
 }
 
-func wireReadNode(id string, m map[string]any, path string) (*Node, error) {
-	if err := wireCheckKeys(m, wireNodeKeySet, wireNodeKeys, path); err != nil {
-		return nil, err
+func wireReadNode(p *wireProblems, id string, m map[string]any, path string) *Node {
+	p.checkKeys(m, wireNodeKeySet, wireNodeKeys, path)
+	return &Node{
+		ID:             id,
+		Label:          p.str(m, "label", path),
+		Description:    p.str(m, "description", path),
+		Implementation: wireReadImplementation(p, m["implementation"], path+".implementation"),
+		Branches:       wireReadBranches(p, m["branches"], path+".branches"),
+		Config:         p.open(m, "config", path),
+		Policies:       p.open(m, "policies", path),
+		Metadata:       p.open(m, "metadata", path),
 	}
-	n := &Node{ID: id}
-	var err error
-	if n.Label, err = wireReadString(m, "label", path); err != nil {
-		return nil, err
-	}
-	if n.Description, err = wireReadString(m, "description", path); err != nil {
-		return nil, err
-	}
-	if n.Implementation, err = wireReadImplementation(m["implementation"], path+".implementation"); err != nil {
-		return nil, err
-	}
-	if n.Branches, err = wireReadBranches(m["branches"], path+".branches"); err != nil {
-		return nil, err
-	}
-	if n.Config, err = wireReadOpen(m, "config", path); err != nil {
-		return nil, err
-	}
-	if n.Policies, err = wireReadOpen(m, "policies", path); err != nil {
-		return nil, err
-	}
-	if n.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
-		return nil, err
-	}
-	return n, nil
 }
 
-func wireReadImplementation(raw any, path string) (Implementation, error) {
+func wireReadImplementation(p *wireProblems, raw any, path string) Implementation {
 	if raw == nil {
-		return Implementation{}, nil
+		return Implementation{}
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return Implementation{}, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a map, got %s", wireDescribe(raw)))
+		return Implementation{}
 	}
 	if t, _ := m["type"].(string); t != ImplementationModule {
 		// Passthrough: kept verbatim so it round-trips; it does not compile.
 		if err := value.Check(m); err != nil {
-			return Implementation{}, wireInvalidContent(path, err)
+			p.add(wireInvalidContent(path, err))
+			return Implementation{}
 		}
-		return Implementation{Raw: value.Clone(m).(map[string]any)}, nil
+		return Implementation{Raw: value.Clone(m).(map[string]any)}
 	}
-	if err := wireCheckKeys(m, wireModuleKeySet, wireModuleKeys, path); err != nil {
-		return Implementation{}, err
-	}
+	p.checkKeys(m, wireModuleKeySet, wireModuleKeys, path)
 	ref, ok := m["implementation"].(string)
 	if !ok {
 		if _, present := m["implementation"]; !present {
-			return Implementation{}, wireInvalid(path+".implementation", "missing required key (the registry ID of the node implementation)")
+			p.add(wireInvalid(path+".implementation", "missing required key (the registry ID of the node implementation)"))
+		} else {
+			p.add(wireInvalid(path+".implementation", "must be a string, got %s", wireDescribe(m["implementation"])))
 		}
-		return Implementation{}, wireInvalid(path+".implementation", "must be a string, got %s", wireDescribe(m["implementation"]))
+		return Implementation{}
 	}
-	return Implementation{Type: ImplementationModule, Ref: ref}, nil
+	return Implementation{Type: ImplementationModule, Ref: ref}
 }
 
-func wireReadBranches(raw any, path string) (map[string][]string, error) {
+func wireReadBranches(p *wireProblems, raw any, path string) map[string][]string {
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be a map of group names to edge ID lists, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a map of group names to edge ID lists, got %s", wireDescribe(raw)))
+		return nil
 	}
 	if len(m) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make(map[string][]string, len(m))
 	for _, group := range value.SortedKeys(m) {
 		groupPath := path + "." + group
 		if strings.HasPrefix(group, "$") {
-			return nil, wireInvalid(groupPath, `keys starting with "$" are reserved`)
+			p.add(wireInvalid(groupPath, `keys starting with "$" are reserved`))
+			continue
 		}
-		ids, err := wireReadStringList(m[group], groupPath, "a list of edge IDs")
-		if err != nil {
-			return nil, err
-		}
-		out[group] = ids
+		out[group] = p.stringList(m[group], groupPath, "a list of edge IDs")
 	}
-	return out, nil
+	return out
 }
 
-func wireReadEdge(id string, m map[string]any, path string) (*Edge, error) {
-	if err := wireCheckKeys(m, wireEdgeKeySet, wireEdgeKeys, path); err != nil {
-		return nil, err
-	}
+func wireReadEdge(p *wireProblems, id string, m map[string]any, path string) *Edge {
+	p.checkKeys(m, wireEdgeKeySet, wireEdgeKeys, path)
 	e := &Edge{ID: id}
 	switch from := m["from"].(type) {
 	case nil:
 	case string:
 		e.From = []string{from}
 	case []any:
-		ids, err := wireReadStringList(from, path+".from", "a source ID or a list of source IDs")
-		if err != nil {
-			return nil, err
-		}
-		e.From, e.Barrier = ids, true
+		e.From, e.Barrier = p.stringList(from, path+".from", "a source ID or a list of source IDs"), true
 	default:
-		return nil, wireInvalid(path+".from", "must be a source ID or a list of source IDs, got %s", wireDescribe(from))
+		p.add(wireInvalid(path+".from", "must be a source ID or a list of source IDs, got %s", wireDescribe(from)))
 	}
-	var err error
-	if e.To, err = wireReadString(m, "to", path); err != nil {
-		return nil, err
-	}
-	if e.Label, err = wireReadString(m, "label", path); err != nil {
-		return nil, err
-	}
-	if e.Description, err = wireReadString(m, "description", path); err != nil {
-		return nil, err
-	}
-	if e.SourceHandle, err = wireReadString(m, "source_handle", path); err != nil {
-		return nil, err
-	}
-	if e.TargetHandle, err = wireReadString(m, "target_handle", path); err != nil {
-		return nil, err
-	}
+	e.To = p.str(m, "to", path)
+	e.Label = p.str(m, "label", path)
+	e.Description = p.str(m, "description", path)
+	e.SourceHandle = p.str(m, "source_handle", path)
+	e.TargetHandle = p.str(m, "target_handle", path)
 	if raw := m["guard"]; raw != nil {
-		if e.Guard, err = wireReadGuard(raw, path+".guard"); err != nil {
-			return nil, err
-		}
+		e.Guard = wireReadGuard(p, raw, path+".guard")
 	}
-	if e.Metadata, err = wireReadOpen(m, "metadata", path); err != nil {
-		return nil, err
-	}
-	return e, nil
+	e.Metadata = p.open(m, "metadata", path)
+	return e
 }
 
-func wireReadGuard(raw any, path string) (*Guard, error) {
+func wireReadGuard(p *wireProblems, raw any, path string) *Guard {
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be a guard object {op, args}, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a guard object {op, args}, got %s", wireDescribe(raw)))
+		return nil
 	}
-	if err := wireCheckKeys(m, wireGuardKeySet, wireGuardKeys, path); err != nil {
-		return nil, err
-	}
+	p.checkKeys(m, wireGuardKeySet, wireGuardKeys, path)
 	op, _ := m["op"].(string)
-	if !wireGuardOps[op] {
-		if m["op"] == nil {
-			return nil, wireInvalid(path+".op", "missing required key")
-		}
-		return nil, wireInvalid(path+".op", "unknown guard op %s (expected all, any, not, changed, version_at_least, exists, equals or path)", wireDescribe(m["op"]))
+	known := wireGuardOps[op]
+	switch {
+	case known:
+	case m["op"] == nil:
+		p.add(wireInvalid(path+".op", "missing required key"))
+	default:
+		p.add(wireInvalid(path+".op", "unknown guard op %s (expected all, any, not, changed, version_at_least, exists, equals or path)", wireDescribe(m["op"])))
 	}
-	g := &Guard{Op: op}
 	var args []any
 	switch raw := m["args"].(type) {
 	case nil:
 	case []any:
 		args = raw
 	default:
-		return nil, wireInvalid(path+".args", "must be a list, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path+".args", "must be a list, got %s", wireDescribe(raw)))
 	}
+	if !known {
+		return nil
+	}
+	g := &Guard{Op: op}
 	if len(args) == 0 {
-		return g, nil
+		return g
 	}
 	boolean := wireBooleanOp(op)
 	g.Args = make([]any, len(args))
 	for i, arg := range args {
 		argPath := path + ".args[" + strconv.Itoa(i) + "]"
 		if boolean {
-			nested, err := wireReadGuard(arg, argPath)
-			if err != nil {
-				return nil, err
-			}
-			g.Args[i] = nested
+			g.Args[i] = wireReadGuard(p, arg, argPath)
 			continue
 		}
 		if wrapper, ok := arg.(map[string]any); ok {
 			if inner, tagged := wrapper[wireGuardTag]; tagged {
 				if len(wrapper) != 1 {
-					return nil, wireInvalid(argPath, "a %q wrapper must have no other keys", wireGuardTag)
+					p.add(wireInvalid(argPath, "a %q wrapper must have no other keys", wireGuardTag))
+					continue
 				}
-				nested, err := wireReadGuard(inner, argPath+"."+wireGuardTag)
-				if err != nil {
-					return nil, err
-				}
-				g.Args[i] = nested
+				g.Args[i] = wireReadGuard(p, inner, argPath+"."+wireGuardTag)
 				continue
 			}
 		}
-		v, err := wireReadPortable(arg, argPath)
-		if err != nil {
-			return nil, err
-		}
-		g.Args[i] = v
+		g.Args[i] = p.portable(arg, argPath)
 	}
-	return g, nil
+	return g
 }
 
-// wireCheckKeys rejects keys outside allowed, naming the first in sorted order.
-func wireCheckKeys(m map[string]any, allowed map[string]bool, list []string, path string) error {
+// checkKeys notes every key outside allowed, in sorted order.
+func (p *wireProblems) checkKeys(m map[string]any, allowed map[string]bool, list []string, path string) {
 	for _, k := range value.SortedKeys(m) {
 		if !allowed[k] {
-			return wireInvalid(wireJoin(path, k), "unknown key (allowed: %s)", strings.Join(list, ", "))
+			p.add(wireInvalid(wireJoin(path, k), "unknown key (allowed: %s)", strings.Join(list, ", ")))
 		}
 	}
-	return nil
 }
 
-// wireReadString reads an optional string; null and absent read as "".
-func wireReadString(m map[string]any, key, path string) (string, error) {
+// str reads an optional string; null and absent read as "".
+func (p *wireProblems) str(m map[string]any, key, path string) string {
 	raw := m[key]
 	if raw == nil {
-		return "", nil
+		return ""
 	}
 	s, ok := raw.(string)
 	if !ok {
-		return "", wireInvalid(wireJoin(path, key), "must be a string, got %s", wireDescribe(raw))
+		p.add(wireInvalid(wireJoin(path, key), "must be a string, got %s", wireDescribe(raw)))
 	}
-	return s, nil
+	return s
 }
 
-func wireReadStringList(raw any, path, what string) ([]string, error) {
+func (p *wireProblems) stringList(raw any, path, what string) []string {
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be %s, got %s", what, wireDescribe(raw))
+		p.add(wireInvalid(path, "must be %s, got %s", what, wireDescribe(raw)))
+		return nil
 	}
 	if len(list) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make([]string, len(list))
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok {
-			return nil, wireInvalid(path+"["+strconv.Itoa(i)+"]", "must be a string, got %s", wireDescribe(e))
+			p.add(wireInvalid(path+"["+strconv.Itoa(i)+"]", "must be a string, got %s", wireDescribe(e)))
 		}
 		out[i] = s
 	}
-	return out, nil
+	return out
 }
 
-// wireReadOpen reads an optional open map; null, absent and empty read as nil.
-func wireReadOpen(m map[string]any, key, path string) (map[string]any, error) {
+// open reads an optional open map; null, absent and empty read as nil.
+func (p *wireProblems) open(m map[string]any, key, path string) map[string]any {
 	raw := m[key]
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	path = wireJoin(path, key)
 	open, ok := raw.(map[string]any)
 	if !ok {
-		return nil, wireInvalid(path, "must be a map, got %s", wireDescribe(raw))
+		p.add(wireInvalid(path, "must be a map, got %s", wireDescribe(raw)))
+		return nil
 	}
 	if len(open) == 0 {
-		return nil, nil
+		return nil
 	}
-	v, err := wireReadPortable(open, path)
-	if err != nil {
-		return nil, err
+	if v, _ := p.portable(open, path).(map[string]any); v != nil {
+		return v
 	}
-	return v.(map[string]any), nil
+	return nil
 }
 
-func wireReadPortable(v any, path string) (any, error) {
+// portable clones a portable value, or notes why it is not one.
+func (p *wireProblems) portable(v any, path string) any {
 	if err := value.Check(v); err != nil {
-		return nil, wireInvalidContent(path, err)
+		p.add(wireInvalidContent(path, err))
+		return nil
 	}
-	return value.Clone(v), nil
+	return value.Clone(v)
 }
 
 // wireInvalidContent reports non-portable content met while loading, where

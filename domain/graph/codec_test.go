@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/docketgo/docket/domain/graph"
@@ -435,6 +436,45 @@ func TestDocumentErrorSaysCodePathAndReason(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `invalid_document: nodes.writer.policies: must be a map, got "fast"`, err.Error())
 	assert.ErrorIs(t, err, graph.ErrInvalidDocument)
+}
+
+// A document with several problems has every one of them named, in
+// sorted-key order, each with its code and path.
+func TestParseNamesEveryProblemOfADocument(t *testing.T) {
+	t.Parallel()
+	_, err := graph.Parse([]byte(`{
+		"schema_version": 0, "id": 7, "colour": "blue",
+		"fields": {"f": {"kind": "output", "reducer": {"type": "max"}}, "g": 3},
+		"nodes": {"n": {"label": 1, "implementation": {"type": "module"}, "branches": {"ok": ["e", 2]}}},
+		"edges": {"e": {"from": 3, "to": ["x"], "guard": {"op": "nope", "args": "y"}}}
+	}`))
+	require.Error(t, err)
+	var all graph.DocumentErrors
+	require.ErrorAs(t, err, &all)
+	var paths []string
+	for _, de := range all {
+		assert.Equal(t, graph.CodeInvalidDocument, de.Code)
+		assert.NotEmpty(t, de.Message)
+		paths = append(paths, de.Path)
+	}
+	assert.Equal(t, []string{
+		"schema_version", "colour", "id",
+		"fields.f.kind", "fields.f.reducer.type", "fields.g",
+		"nodes.n.label", "nodes.n.implementation.implementation", "nodes.n.branches.ok[1]",
+		"edges.e.from", "edges.e.to", "edges.e.guard.op", "edges.e.guard.args",
+	}, paths)
+	var first *graph.DocumentError
+	require.ErrorAs(t, err, &first)
+	assert.Equal(t, "schema_version", first.Path)
+	assert.ErrorIs(t, err, graph.ErrInvalidDocument)
+	assert.Len(t, strings.Split(err.Error(), "\n"), len(paths), "one line a problem")
+
+	// A newer schema version stops the reading: its other keys may mean
+	// what this version cannot know.
+	_, err = graph.Parse([]byte(`{"schema_version": 99, "id": 7, "colour": "blue"}`))
+	require.ErrorAs(t, err, &first)
+	assert.Equal(t, graph.CodeUnsupportedSchemaVersion, first.Code)
+	assert.NotErrorAs(t, err, &all)
 }
 
 func TestToMapRejectsWhatFromMapCannotRead(t *testing.T) {

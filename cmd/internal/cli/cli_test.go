@@ -112,6 +112,26 @@ func TestGraphValidate(t *testing.T) {
 		assert.Contains(t, res.stderr, "invalid_document")
 	})
 
+	t.Run("every problem of a malformed file is listed", func(t *testing.T) {
+		file := graphFile(t, `{"schema_version":1,"id":"g","nodes":{"a":{"bogus":1,"label":2}},"edges":{"e":{"to":["x"]}}}`)
+		res := c.fails(ExitUsage, "graph", "validate", file)
+		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+		require.Len(t, lines, 4, res.stdout)
+		assert.Equal(t, file+": not a graph document (3 problems)", lines[0])
+		assert.Contains(t, lines[1], "invalid_document: nodes.a.bogus: unknown key")
+		assert.Contains(t, lines[2], "invalid_document: nodes.a.label: must be a string")
+		assert.Contains(t, lines[3], "invalid_document: edges.e.to: must be a string")
+
+		res = c.run("graph", "validate", file, "--json")
+		require.Equal(t, ExitUsage, res.code, res.stderr)
+		var out []validationJSON
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+		require.Len(t, out, 1)
+		for _, path := range []string{"nodes.a.bogus", "nodes.a.label", "edges.e.to"} {
+			assert.Contains(t, out[0].Error, path)
+		}
+	})
+
 	t.Run("a malformed file does not hide the other files' reports", func(t *testing.T) {
 		malformed := graphFile(t, `{"schema_version":1,"id":"g","nodes":{"a":{"bogus":1}}}`)
 		invalid := graphFile(t, `{"schema_version":1,"id":"bad","edges":{"x":{"from":"$start","to":"ghost"}}}`)

@@ -131,6 +131,26 @@ type validationJSON struct {
 	Hash        string           `json:"hash,omitempty"`
 	Error       string           `json:"error,omitempty"` // the file is not a graph document
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
+
+	problems []string // Error's problems, one a line in the text output
+}
+
+// documentProblems lists the problems of a document Parse refused, one
+// per entry, or err's own line when it is not a document error.
+func documentProblems(err error) []string {
+	var all graph.DocumentErrors
+	if errors.As(err, &all) {
+		lines := make([]string, len(all))
+		for i, de := range all {
+			lines[i] = oneLine(de.Error())
+		}
+		return lines
+	}
+	var one *graph.DocumentError
+	if errors.As(err, &one) {
+		return []string{oneLine(one.Error())}
+	}
+	return []string{oneLine(err.Error())}
 }
 
 func (a *app) graphValidate(files []string, permissive bool) error {
@@ -146,7 +166,9 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 		if err != nil {
 			// One unreadable file must not hide the reports of the others.
 			unreadable = append(unreadable, err)
-			results = append(results, validationJSON{File: file, Error: strings.TrimPrefix(oneLine(err.Error()), file+": "), Diagnostics: []diagnosticJSON{}})
+			problems := documentProblems(err)
+			results = append(results, validationJSON{File: file, Error: strings.TrimPrefix(oneLine(err.Error()), file+": "),
+				Diagnostics: []diagnosticJSON{}, problems: problems})
 			continue
 		}
 		res := validationJSON{File: file, GraphID: g.ID, Valid: true, Diagnostics: []diagnosticJSON{}}
@@ -175,7 +197,14 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 		}
 	} else {
 		for _, res := range results {
-			if res.Error != "" {
+			switch {
+			case len(res.problems) > 1:
+				fmt.Fprintf(a.io.Out, "%s: not a graph document (%d problems)\n", res.File, len(res.problems))
+				for _, p := range res.problems {
+					fmt.Fprintf(a.io.Out, "  %-7s %s\n", graph.SeverityError, p)
+				}
+				continue
+			case res.Error != "":
 				fmt.Fprintf(a.io.Out, "%s: not a graph document: %s\n", res.File, res.Error)
 				continue
 			}
