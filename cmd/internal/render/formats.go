@@ -87,7 +87,7 @@ func Mermaid(g *graph.Graph, o *Overlay) string {
 			fmt.Fprintf(&b, "    %s %s%s %s\n", join, arrow, label, target)
 			continue
 		}
-		fmt.Fprintf(&b, "    %s %s%s %s\n", mermaidID(e.From[0]), arrow, label, target)
+		fmt.Fprintf(&b, "    %s %s%s %s\n", mermaidID(sourceOf(e)), arrow, label, target)
 	}
 	if o != nil {
 		for _, state := range stateOrder {
@@ -188,7 +188,7 @@ func DOT(g *graph.Graph, o *Overlay) string {
 			fmt.Fprintf(&b, "  %s -> %s%s;\n", dotQuote(join), dotQuote(e.To), dotAttrs(attrs))
 			continue
 		}
-		fmt.Fprintf(&b, "  %s -> %s%s;\n", dotQuote(e.From[0]), dotQuote(e.To), dotAttrs(attrs))
+		fmt.Fprintf(&b, "  %s -> %s%s;\n", dotQuote(sourceOf(e)), dotQuote(e.To), dotAttrs(attrs))
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -274,7 +274,7 @@ func Text(g *graph.Graph, o *Overlay) string {
 				notes = append(notes, retry)
 			}
 		}
-		bySource[e.From[0]] = append(bySource[e.From[0]], branch{to: e.To, note: strings.Join(notes, "; ")})
+		bySource[sourceOf(e)] = append(bySource[sourceOf(e)], branch{to: e.To, note: strings.Join(notes, "; ")})
 	}
 	width := 0
 	for _, branches := range bySource {
@@ -321,6 +321,11 @@ func Text(g *graph.Graph, o *Overlay) string {
 				joined[j.ID] = true
 				writeJoin(j)
 			}
+		}
+	}
+	for _, from := range sortedKeys(bySource) {
+		if !visited[from] { // a source that is not a node: drawn anyway
+			writeBlock(from)
 		}
 	}
 	for _, j := range joins {

@@ -135,6 +135,19 @@ func layoutOf(g *graph.Graph) layout {
 	return l
 }
 
+// noSource stands for the source of a single-source edge whose document
+// names none: render draws invalid drafts too, and the compiler reports the
+// edge.
+const noSource = "(no source)"
+
+// sourceOf is the source a single-source edge is drawn from.
+func sourceOf(e *graph.Edge) string {
+	if len(e.From) == 0 {
+		return noSource
+	}
+	return e.From[0]
+}
+
 // edgeRank orders an edge by its latest source, so a join is drawn after
 // every branch it waits for.
 func edgeRank(e *graph.Edge, rank map[string]int) int {

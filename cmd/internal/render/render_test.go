@@ -160,3 +160,28 @@ func TestTextDrawsAJoinRightAfterItsLastSource(t *testing.T) {
 	require.Positive(t, join)
 	assert.Equal(t, join+1, decide, "the join sits between the checks and decide's branches:\n%s", strings.Join(lines, "\n"))
 }
+
+func TestAnEdgeWithoutASourceIsDrawnInEveryFormat(t *testing.T) {
+	t.Parallel()
+	// A draft document may name no source for an edge; the compiler
+	// reports it, and render still draws what the file says.
+	g, err := graph.Parse([]byte(`{"schema_version": 1, "id": "draft",
+	  "nodes": {"a": {"implementation": {"type": "module", "implementation": "x"}},
+	            "b": {"implementation": {"type": "module", "implementation": "x"}}},
+	  "edges": {"start": {"from": "$start", "to": "a"}, "loose": {"to": "b"}, "stray": {"from": "ghost", "to": "b"}}}`))
+	require.NoError(t, err)
+	require.Empty(t, g.Edges["loose"].From)
+	for _, f := range Formats() {
+		var out string
+		require.NotPanics(t, func() { out, err = Render(f, g, nil) }, f)
+		require.NoError(t, err)
+		want := noSource
+		if f == FormatMermaid {
+			want = mermaidID(noSource) + " --> n_b"
+		}
+		assert.Contains(t, out, want, "%s draws the sourceless edge:\n%s", f, out)
+	}
+	text := Text(g, nil)
+	assert.Contains(t, text, noSource+"\n  └─▶ b", "text draws the sourceless edge:\n%s", text)
+	assert.Contains(t, text, "ghost\n  └─▶ b", "text draws an edge whose source is not a node:\n%s", text)
+}
