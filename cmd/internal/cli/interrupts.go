@@ -8,7 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 )
@@ -66,7 +69,11 @@ func (a *app) interruptsResolve(ctx context.Context, runID, interruptID string, 
 		return err
 	}
 	defer cleanup()
-	r, err := a.client(rt).ResolveInterrupt(ctx, runID, interruptID, v)
+	c, err := a.answeringClient(ctx, rt, runID)
+	if err != nil {
+		return err
+	}
+	r, err := c.ResolveInterrupt(ctx, runID, interruptID, v)
 	if err != nil {
 		return fmt.Errorf("run %q interrupt %q: %w", runID, interruptID, err)
 	}
@@ -76,6 +83,51 @@ func (a *app) interruptsResolve(ctx context.Context, runID, interruptID string, 
 	answer, _ := json.Marshal(v)
 	fmt.Fprintf(a.io.Out, "run %s: interrupt %s resolved with %s; the run is %s\n", r.ID, interruptID, answer, r.Status)
 	return nil
+}
+
+// answeringClient is the configured scope's client of an engine that
+// knows, beside the example nodes, every node implementation the run's
+// graph names. An answer runs no node (it is judged by the interrupt's
+// schema and the resume field), so the CLI answers the interrupts of runs
+// whose nodes only the application's own worker registers. When the run or
+// its graph cannot be read, the CLI's own client reports why.
+func (a *app) answeringClient(ctx context.Context, rt *wiring.Runtime, runID string) (*engine.Client, error) {
+	c := a.client(rt)
+	r, err := c.FetchRun(ctx, runID)
+	if err != nil {
+		return c, nil
+	}
+	g, err := c.FetchGraph(ctx, engine.GraphRef{GraphID: r.GraphID, Hash: r.GraphHash})
+	if err != nil {
+		return c, nil
+	}
+	nodes := demo.Registry()
+	for _, n := range g.Nodes {
+		if _, ok := nodes.Lookup(n.Implementation.Ref); !ok {
+			// A ref no registry takes is left for the compile to report.
+			_ = nodes.Register(n.Implementation.Ref, node.New(nil, notRunHere))
+		}
+	}
+	s, err := a.settings(engine.Config{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.Engine
+	cfg.Backend, cfg.Nodes, cfg.Logger = rt.Backend, nodes, s.Logger
+	e, err := engine.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a.tenant != "" {
+		return e.Tenant(a.tenant), nil
+	}
+	return e.Client, nil
+}
+
+// notRunHere stands in for a node the CLI does not know; its engine never
+// runs a node.
+func notRunHere(context.Context, node.Input) (node.Output, error) {
+	return node.Output{}, errors.New("docket: this node runs only on a worker that registers it")
 }
 
 func (a *app) interruptsList(ctx context.Context, args []string, limit int) error {

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
+)
+
+// ownNodesRun has an engine with a node the CLI does not know (as an
+// application's own worker would) publish a graph of it on the CLI's
+// schema and drive a run of it until it waits for its interrupt "question".
+func ownNodesRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
+	t.Helper()
+	c, db, sch := onDatabase(t)
+	ctx := context.Background()
+	reg := node.NewRegistry().MustRegister("acme.ask", node.New(schema.Object(map[string]*schema.Schema{"topic": schema.String()}),
+		func(_ context.Context, in node.Input) (node.Output, error) {
+			if answer, ok := in.State["answer"]; ok {
+				return node.Update(map[string]any{"out": answer}), nil
+			}
+			return node.Interrupt(node.InterruptRequest{ID: "question", ResumeChannel: "answer", Schema: schema.String()}), nil
+		}))
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-review").
+		State("answer", schema.String()).
+		State("out", schema.String()).
+		Node("ask", "acme.ask", graph.Config(map[string]any{"topic": "refund"})).
+		Edge("edge_start_ask", graph.Start, "ask").
+		Edge("edge_ask_finish", "ask", graph.Finish).
+		Output("out", "").
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	r, err = e.FetchRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusWaiting, r.Status)
+	return c, e, r
+}
+
+// TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow: an answer runs
+// no node, so the CLI answers the interrupts of any workflow, not only of
+// the example graph; the interrupt's schema still judges the answer.
+func TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	c, e, r := ownNodesRun(t)
+	var open []interruptJSON
+	c.okJSON(&open, "interrupts", "list", r.ID)
+	require.Len(t, open, 1)
+	c.fails(ExitUsage, "interrupts", "resolve", r.ID, "question", "--value", "42")
+	c.fails(ExitNotFound, "interrupts", "resolve", r.ID, "no-such-interrupt", "--string", "yes")
+	var resolved runJSON
+	c.okJSON(&resolved, "interrupts", "resolve", r.ID, "question", "--string", "yes")
+	assert.Equal(t, "running", string(resolved.Status))
+	c.fails(ExitConflict, "interrupts", "resolve", r.ID, "question", "--string", "again")
+
+	ctx := context.Background()
+	_, err := e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	done, err := e.FetchRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+	assert.Equal(t, "yes", done.Output["out"], "the node saw the CLI's answer")
+}
