@@ -145,18 +145,43 @@ func (s *Store) listVersions(ctx context.Context, owner ports.OwnerScope, graphI
 }
 
 // PruneGraphVersions deletes unreferenced versions beyond the newest
-// p.Keep per (owner, graph id), oldest first (see ports.GraphStore and
-// sqlPruneGraphs).
+// p.Keep per (owner, graph id), oldest first, in one transaction (see
+// ports.GraphStore, sqlPruneGraphs and sqlDeleteGraphs).
 func (s *Store) PruneGraphVersions(ctx context.Context, p ports.PruneGraphsParams) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	return s.pruneGraphs(ctx, s.pool, p.Keep, p.BatchSize)
+	var n int
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if n, err = s.pruneGraphs(ctx, tx, p.Keep, p.BatchSize); err != nil {
+			return keep(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, unkept("prune graph versions", err)
+	}
+	return n, nil
 }
 
-func (s *Store) pruneGraphs(ctx context.Context, q querier, keep, batch int) (int, error) {
+// pruneGraphs locks the batch's versions, then deletes those no run
+// references, in two statements of tx: the deletion's snapshot is taken
+// after the locks, so it sees every run that could reference them.
+func (s *Store) pruneGraphs(ctx context.Context, tx pgx.Tx, keep, batch int) (int, error) {
+	rows, err := tx.Query(ctx, s.stmt.pruneGraphs, keep, batch)
+	if err != nil {
+		return 0, dbError("prune graph versions", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, dbError("prune graph versions", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	var n int64
-	if err := q.QueryRow(ctx, s.stmt.pruneGraphs, keep, batch).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, s.stmt.deleteGraphs, ids).Scan(&n); err != nil {
 		return 0, dbError("prune graph versions", err)
 	}
 	return int(n), nil

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/domain/superstep"
 	"github.com/docketgo/docket/ports"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -132,5 +134,86 @@ func TestPruneConfigIsValidated(t *testing.T) {
 		c := valid
 		edit(&c)
 		assert.ErrorIs(t, c.Validate(), ports.ErrInvalidArgument, name)
+	}
+}
+
+// TestGraphPruningRacingFirstRunsOfOldVersions starts the first run of
+// old, unreferenced versions while passes prune them. Each version ends
+// either kept with its run or deleted with its start refused as not
+// found; a pass never trips over a run committed while it selected.
+func TestGraphPruningRacingFirstRunsOfOldVersions(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{maxConns: 8})
+	ctx := context.Background()
+	// Other graphs make each pass's ranking take a while, so runs commit
+	// while it is under way.
+	_, err := env.pool.Exec(ctx, `INSERT INTO `+pgx.Identifier{env.schema, "docket_graph_versions"}.Sanitize()+`
+		(tenant_id, graph_id, graph_hash, graph)
+		SELECT NULL, 'filler-' || i, md5(i::text), '\x00'::bytea FROM generate_series(1, 10000) AS i`)
+	require.NoError(t, err)
+	cfg := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: time.Hour, BatchSize: 1000, KeepGraphVersions: 10}
+	for round := range 3 {
+		var old []*graph.Compiled
+		for i := range 40 {
+			g, err := graph.New(fmt.Sprintf("raced-%d", round)).Description(fmt.Sprintf("version %d", i)).
+				Input("topic", schema.String()).Node("n", "fixture.n").
+				Edge("in", graph.Start, "n").Edge("out", "n", graph.Finish).Build()
+			require.NoError(t, err)
+			c, err := graph.Compile(g, anyImplementation{}, graph.Options{Profile: graph.ProfilePublish})
+			require.NoError(t, err)
+			_, err = env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+			require.NoError(t, err)
+			if i < 30 { // the newest ten stay anyway
+				old = append(old, c)
+			}
+		}
+		started := make([]error, len(old))
+		var wg sync.WaitGroup
+		for i, c := range old {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 2 * time.Millisecond) // spread over the passes
+				id := newRunID("raced")
+				m, err := superstep.Start(c, superstep.StartParams{RunID: id, Input: map[string]any{"topic": id}}, superstep.Env{Now: t0})
+				if err != nil {
+					started[i] = err
+					return
+				}
+				_, started[i] = env.store.InsertRun(ctx, ports.Tenantless(), ports.InsertRunParams{Moment: m, WakeAt: t0.Add(time.Hour)})
+			})
+		}
+		startsDone := make(chan struct{})
+		passes := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 0; err == nil && (i < 2 || !closed(startsDone)); i++ {
+				if i%2 == 0 {
+					_, err = env.store.PruneGraphVersions(ctx, ports.PruneGraphsParams{Keep: 10, BatchSize: 1000})
+				} else {
+					_, err = env.store.PrunePass(ctx, cfg, t0)
+				}
+			}
+			passes <- err
+		}()
+		wg.Wait()
+		close(startsDone)
+		require.NoError(t, <-passes, "round %d: a prune pass racing first runs", round)
+		for i, c := range old {
+			_, fetchErr := env.store.FetchGraph(ctx, ports.Tenantless(), ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash})
+			if started[i] == nil {
+				assert.NoError(t, fetchErr, "round %d: version %d has a run, so it is kept", round, i)
+			} else {
+				assert.ErrorIs(t, started[i], ports.ErrNotFound, "round %d: the start of version %d", round, i)
+				assert.ErrorIs(t, fetchErr, ports.ErrNotFound, "round %d: version %d was pruned", round, i)
+			}
+		}
+	}
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

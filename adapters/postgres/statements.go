@@ -53,6 +53,7 @@ type statements struct {
 	pruneEvents      string
 	pruneRuns        string
 	pruneGraphs      string
+	deleteGraphs     string
 	pruneLock        string
 	pruneNow         string
 	gateMode         string
@@ -91,6 +92,7 @@ func renderStatements(schema string) statements {
 		pruneEvents:      r(sqlPruneEvents),
 		pruneRuns:        r(sqlPruneRuns),
 		pruneGraphs:      r(sqlPruneGraphs),
+		deleteGraphs:     r(sqlDeleteGraphs),
 		pruneLock:        sqlPruneLock,
 		pruneNow:         sqlPruneNow,
 		gateMode:         r(sqlGateMode),
@@ -902,11 +904,14 @@ deleted AS (
 )
 SELECT count(*), COALESCE(sum(events), 0)::bigint FROM deleted`
 
-// sqlPruneGraphs deletes up to a batch of graph versions, oldest first,
+// sqlPruneGraphs locks up to a batch of graph versions, oldest first,
 // that rank beyond the newest $1 of their (scope, graph id) by
 // (inserted_at DESC, graph_hash DESC) and that no run of the same scope
-// references. One owner's publications never evict another's; the
-// composite foreign key (RESTRICT) backs the reference check.
+// references, and returns their ids for sqlDeleteGraphs. One owner's
+// publications never evict another's. A run inserted meanwhile holds
+// its version's key-share lock, so its version is skipped; a run
+// committed after this statement's snapshot is invisible here, which is
+// why the deletion re-checks in a statement of its own.
 // ($1 keep, $2 batch size)
 const sqlPruneGraphs = `
 WITH ranked AS (
@@ -914,23 +919,27 @@ WITH ranked AS (
            row_number() OVER (PARTITION BY g.scope_key, g.graph_id
                               ORDER BY g.inserted_at DESC, g.graph_hash COLLATE "C" DESC) AS revision
     FROM {schema}.docket_graph_versions AS g
-),
-victims AS (
-    SELECT g.id
-    FROM {schema}.docket_graph_versions AS g
-    JOIN ranked AS k ON k.id = g.id
-    WHERE k.revision > $1::integer
-      AND NOT EXISTS (SELECT 1 FROM {schema}.docket_runs AS r
-                      WHERE r.scope_key = g.scope_key AND r.graph_id = g.graph_id
-                        AND r.graph_hash = g.graph_hash)
-    ORDER BY g.inserted_at, g.id
-    LIMIT $2::integer
-    FOR UPDATE OF g SKIP LOCKED
-),
-deleted AS (
+)
+SELECT g.id
+FROM {schema}.docket_graph_versions AS g
+JOIN ranked AS k ON k.id = g.id
+WHERE k.revision > $1::integer
+  AND NOT EXISTS (SELECT 1 FROM {schema}.docket_runs AS r
+                  WHERE r.scope_key = g.scope_key AND r.graph_id = g.graph_id
+                    AND r.graph_hash = g.graph_hash)
+ORDER BY g.inserted_at, g.id
+LIMIT $2::integer
+FOR UPDATE OF g SKIP LOCKED`
+
+// sqlDeleteGraphs deletes the versions sqlPruneGraphs locked in the same
+// transaction that still no run references. Its own snapshot sees every
+// run committed before the locks were taken, and no run can reference a
+// locked version until the transaction ends, so the composite foreign
+// key (RESTRICT) never fires. ($1 version ids)
+const sqlDeleteGraphs = `
+WITH deleted AS (
     DELETE FROM {schema}.docket_graph_versions AS g
-    USING victims AS v
-    WHERE g.id = v.id
+    WHERE g.id = ANY($1::bigint[])
       AND NOT EXISTS (SELECT 1 FROM {schema}.docket_runs AS r
                       WHERE r.scope_key = g.scope_key AND r.graph_id = g.graph_id
                         AND r.graph_hash = g.graph_hash)
