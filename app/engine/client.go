@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docketgo/docket/app/graphcache"
@@ -113,7 +114,11 @@ type startOptions struct {
 }
 
 // WithRunID fixes the new run's id (default: generated). A run id that
-// already exists anywhere is ErrConflict.
+// already exists anywhere is ErrConflict. Ids of the form
+// WithIdempotencyKey derives ("run_" and 32 lowercase hex digits) are
+// reserved for keyed starts and are ErrInvalidOptions here, so no caller
+// can take the id of a key, in its scope or another, before the key is
+// used.
 func WithRunID(id string) StartOption { return func(o *startOptions) { o.runID = id } }
 
 // WithIdempotencyKey makes StartRun idempotent per key within the
@@ -123,9 +128,7 @@ func WithRunID(id string) StartOption { return func(o *startOptions) { o.runID =
 // starting another. Reusing a key with different parameters is
 // ErrIdempotencyKeyReused. The key lives as long as its run: once the
 // pruner deletes the run, the key is free again. It cannot be combined
-// with WithRunID. The derived id is predictable: a caller that may choose
-// run ids itself (WithRunID) in another scope could take it first, so
-// where tenants are not trusted, do not let them choose run ids.
+// with WithRunID, which cannot choose a derived id either.
 func WithIdempotencyKey(key string) StartOption {
 	return func(o *startOptions) { o.idempotencyKey = key }
 }
@@ -162,6 +165,9 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
 	case !ports.TextID(o.runID):
 		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL", ErrInvalidOptions)
+	case derivedRunID(o.runID):
+		return nil, fmt.Errorf("%w: WithRunID: %q has the form of an idempotency key's run id (run_ and %d lowercase hex digits), reserved for WithIdempotencyKey",
+			ErrInvalidOptions, o.runID, derivedHexDigits)
 	case o.idempotencyKey != "":
 		runID = idempotentRunID(owner, o.idempotencyKey)
 	case runID == "":
@@ -245,8 +251,13 @@ func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID st
 	return existing, false, nil
 }
 
+// derivedHexDigits is the length of the hex part of a derived run id.
+const derivedHexDigits = 32
+
 // idempotentRunID derives a run id from the owner scope and the client's
 // key, length-prefixed so no two (scope, key) pairs share an encoding.
+// Runs already stored under derived ids are found by their keys only as
+// long as this derivation does not change.
 func idempotentRunID(owner ports.OwnerScope, key string) string {
 	kind := "tenantless"
 	if !owner.IsTenantless() {
@@ -256,7 +267,21 @@ func idempotentRunID(owner ports.OwnerScope, key string) string {
 	for _, part := range []string{"docket.start.v1", kind, owner.Key(), key} {
 		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
 	}
-	return "run_" + hex.EncodeToString(h.Sum(nil))[:32]
+	return "run_" + hex.EncodeToString(h.Sum(nil))[:derivedHexDigits]
+}
+
+// derivedRunID reports whether id has the form idempotentRunID gives.
+func derivedRunID(id string) bool {
+	digits, ok := strings.CutPrefix(id, "run_")
+	if !ok || len(digits) != derivedHexDigits {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if c := digits[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // firstWake is the wake of an initialized run: now for continue and

@@ -200,7 +200,7 @@ func idempotentStarts(t *testing.T, h *harness) {
 	assert.Len(t, page.Runs, 1)
 
 	_, err = acme.StartRun(ctx, ref, map[string]any{"value": "c"}, engine.WithRunID(first.ID))
-	assert.ErrorIs(t, err, engine.ErrConflict, "an explicit run id is not an idempotency key")
+	assert.ErrorIs(t, err, engine.ErrInvalidOptions, "an explicit run id cannot name a key's run")
 }
 
 func TestFetchLatestRunReturnsTheNewestMatchingRun(t *testing.T) {
