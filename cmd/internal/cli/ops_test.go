@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -139,4 +140,56 @@ func TestAnExplicitJSONFlagBeatsItsVariableForErrorsToo(t *testing.T) {
 	assert.True(t, wantsJSON([]string{"runs", "list", "--json=t"}, ""), "every spelling the flag parser takes")
 	assert.False(t, wantsJSON([]string{"runs", "list", "--json", "--json=false"}, "true"), "the last one wins")
 	assert.False(t, wantsJSON([]string{"runs", "--json-something"}, ""))
+}
+
+// A prune whose later pass finds the lock taken by another pruner still
+// reports what its earlier passes deleted before it fails.
+func TestPruneStoppedByAnotherPrunerReportsWhatItDeleted(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	c.worker()
+	for range 4 {
+		c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
+	}
+	conn := db.Connect(t)
+	var events int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&events))
+	require.Greater(t, events, 10)
+
+	// Once the command's first pass has deleted an event, another pruner
+	// takes the lock and keeps it until the command has ended.
+	locked := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		defer close(locked)
+		require.Eventually(t, func() bool {
+			var left int
+			err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&left)
+			return err == nil && left < events
+		}, time.Minute, time.Millisecond)
+		tx, err := db.Connect(t).Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "docket:pruner:"+schema)
+		require.NoError(t, err)
+		locked <- struct{}{}
+		<-release
+		_ = tx.Rollback(ctx)
+	}()
+	res := c.run("prune", "--event-retention", "0s", "--run-retention", "90d", "--batch-size", "1", "--json")
+	_, tookTheLock := <-locked
+	close(release)
+	require.True(t, tookTheLock, "the command ended before the other pruner took the lock")
+
+	assert.Equal(t, ExitFailure, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "another prune pass holds the lock")
+	var total pruneJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &total), res.stdout)
+	assert.Positive(t, total.Passes)
+	assert.Positive(t, total.EventsDeleted, "the events its passes deleted are reported")
+	var left int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&left))
+	assert.Equal(t, events-total.EventsDeleted, left)
 }

@@ -112,13 +112,19 @@ func (a *app) prune(ctx context.Context, cfg postgres.PruneConfig, maxPasses int
 	var now time.Time
 	for maxPasses == 0 || total.Passes < maxPasses {
 		res, err := rt.Postgres.PrunePass(ctx, cfg, now)
+		if err == nil && res.Locked {
+			err = failuref("another prune pass holds the lock of schema %q; try again when it is done", rt.Schema)
+		}
 		if err != nil {
 			b.finish()
-			return err
-		}
-		if res.Locked {
-			b.finish()
-			return failuref("another prune pass holds the lock of schema %q; try again when it is done", rt.Schema)
+			if total.Passes == 0 {
+				return err
+			}
+			// What earlier passes deleted is gone: say so before failing.
+			if perr := a.printPruned(total); perr != nil {
+				return perr
+			}
+			return fmt.Errorf("stopped after %d pass(es): %w", total.Passes, err)
 		}
 		now = res.Now
 		total.Passes++
@@ -134,10 +140,14 @@ func (a *app) prune(ctx context.Context, cfg postgres.PruneConfig, maxPasses int
 		}
 	}
 	b.finish()
+	return a.printPruned(total)
+}
+
+func (a *app) printPruned(total pruneJSON) error {
 	if a.json {
 		return printJSON(a.io.Out, total)
 	}
-	fmt.Fprintf(a.io.Out, "pruned %d events, %d runs (with %d of their events) and %d graph versions in %d pass(es)\n",
+	_, err := fmt.Fprintf(a.io.Out, "pruned %d events, %d runs (with %d of their events) and %d graph versions in %d pass(es)\n",
 		total.EventsDeleted, total.RunsDeleted, total.CascadeEventsDeleted, total.GraphsDeleted, total.Passes)
-	return nil
+	return err
 }
