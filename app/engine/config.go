@@ -302,11 +302,17 @@ func (c Config) resolve() (Config, error) {
 
 	if c.Pruner != nil {
 		if err := c.Pruner.Validate(); err != nil {
-			var pe *prune.ConfigError
-			if errors.As(err, &pe) {
-				bad("Pruner."+pe.Field, pe.Reason)
-			} else {
-				bad("Pruner", err.Error())
+			each := []error{err}
+			if joined, ok := err.(interface{ Unwrap() []error }); ok {
+				each = joined.Unwrap()
+			}
+			for _, err := range each {
+				var pe *prune.ConfigError
+				if errors.As(err, &pe) {
+					bad("Pruner."+pe.Field, pe.Reason)
+				} else {
+					bad("Pruner", err.Error())
+				}
 			}
 		}
 	}

@@ -71,6 +71,9 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"pruner without batch size", func(c *engine.Config) {
 			c.Pruner = &prune.Config{Interval: time.Minute, RunRetention: time.Hour}
 		}, []string{"Pruner.BatchSize"}},
+		{"pruner with several problems", func(c *engine.Config) {
+			c.Pruner = &prune.Config{EventRetention: -time.Hour, RunRetention: time.Hour}
+		}, []string{"Pruner.Interval", "Pruner.EventRetention", "Pruner.BatchSize"}},
 		{"nil observer", func(c *engine.Config) { c.Observers = append(c.Observers, nil) }, []string{"Observers"}},
 		{"negative store timeout", func(c *engine.Config) { c.StoreTimeout = -time.Second }, []string{"StoreTimeout"}},
 		{"negative observer timeout", func(c *engine.Config) { c.ObserverTimeout = -time.Second }, []string{"ObserverTimeout"}},

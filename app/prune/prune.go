@@ -51,24 +51,31 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("pruner: %s %s", e.Fie
 // Unwrap lets errors.Is match ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field at once, each as a *ConfigError
+// (joined with errors.Join when there are several).
 func (c Config) Validate() error {
+	var problems []error
+	bad := func(field, reason string) { problems = append(problems, &ConfigError{Field: field, Reason: reason}) }
+	if c.Interval <= 0 {
+		bad("Interval", "must be positive")
+	}
 	switch {
-	case c.Interval <= 0:
-		return &ConfigError{Field: "Interval", Reason: "must be positive"}
 	case c.EventRetention < 0:
-		return &ConfigError{Field: "EventRetention", Reason: "must not be negative"}
-	case c.RunRetention < 0:
-		return &ConfigError{Field: "RunRetention", Reason: "must not be negative"}
-	case c.EventRetention > c.RunRetention:
-		return &ConfigError{Field: "EventRetention", Reason: "must not exceed RunRetention"}
+		bad("EventRetention", "must not be negative")
+	case c.EventRetention > c.RunRetention && c.RunRetention >= 0:
+		bad("EventRetention", "must not exceed RunRetention")
+	}
+	if c.RunRetention < 0 {
+		bad("RunRetention", "must not be negative")
+	}
+	switch {
 	case c.BatchSize < 1:
-		return &ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+		bad("BatchSize", "must be at least 1")
 	case c.BatchSize > math.MaxInt32:
 		// Stores bind it as a 32-bit integer; every pass would fail.
-		return &ConfigError{Field: "BatchSize", Reason: fmt.Sprintf("must be at most %d", math.MaxInt32)}
+		bad("BatchSize", fmt.Sprintf("must be at most %d", math.MaxInt32))
 	}
-	return nil
+	return errors.Join(problems...)
 }
 
 // Store is what a pass deletes through. A store that is also a

@@ -92,6 +92,15 @@ func TestConfigHasNoDefaults(t *testing.T) {
 	assert.Error(t, prune.Config{}.Validate(), "the zero config is not a policy")
 }
 
+func TestConfigNamesEveryInvalidField(t *testing.T) {
+	t.Parallel()
+	err := prune.Config{EventRetention: -time.Second, RunRetention: -time.Second, BatchSize: math.MaxInt32 + 1}.Validate()
+	require.ErrorIs(t, err, prune.ErrInvalidConfig)
+	for _, field := range []string{"Interval", "EventRetention", "RunRetention", "BatchSize"} {
+		assert.Contains(t, err.Error(), "pruner: "+field+" ")
+	}
+}
+
 func TestAPassUsesTheRetentionCutoffs(t *testing.T) {
 	t.Parallel()
 	store := &fakeStore{}
