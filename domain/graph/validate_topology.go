@@ -28,7 +28,7 @@ func (v *validator) topology() {
 			"the graph has no edge from $start, so no node can ever run; add an edge from $start to a node")
 		return
 	}
-	reachable := reachableFromStart(v.g)
+	reachable, _ := reachableFromStart(v.g)
 	for _, id := range value.SortedKeys(v.g.Nodes) {
 		if !reachable[id] {
 			v.d.errorf(CodeUnreachableNode, pathOf("nodes", id), id,
@@ -37,39 +37,56 @@ func (v *validator) topology() {
 	}
 }
 
-// reachableFromStart is the fixpoint of forward reachability from $start. A
-// barrier edge makes its target reachable only when every source is: a
-// barrier that can never fully fire is not a path.
-func reachableFromStart(g *Graph) map[string]bool {
+// reachableFromStart is forward reachability from $start. A barrier edge
+// makes its target reachable only when every source is: a barrier that can
+// never fully fire is not a path. Each edge is visited once per source
+// (plus once at the start), and the count of those visits is returned with
+// the set.
+func reachableFromStart(g *Graph) (map[string]bool, int) {
 	reachable := map[string]bool{}
-	edgeIDs := value.SortedKeys(g.Edges)
-	for changed := true; changed; {
-		changed = false
-		for _, id := range edgeIDs {
-			e := g.Edges[id]
-			if e.To == Finish || e.To == "" || reachable[e.To] || !traversable(e, reachable) {
-				continue
+	var queue []string
+	reach := func(id string) {
+		if !reachable[id] {
+			reachable[id] = true
+			queue = append(queue, id)
+		}
+	}
+	visits := 0
+	missing := map[*Edge]int{}       // barrier edge: sources not yet reached
+	outgoing := map[string][]*Edge{} // source node: edges it may open
+	for _, id := range value.SortedKeys(g.Edges) {
+		visits++
+		e := g.Edges[id]
+		switch {
+		case e.To == Finish || e.To == "":
+		case !e.Barrier && len(e.From) == 1 && e.From[0] == Start:
+			reach(e.To)
+		case !e.Barrier && len(e.From) == 1:
+			outgoing[e.From[0]] = append(outgoing[e.From[0]], e)
+		case e.Barrier && len(e.From) > 0 && !slices.Contains(e.From, Start):
+			sources := slices.Clone(e.From)
+			slices.Sort(sources)
+			sources = slices.Compact(sources)
+			missing[e] = len(sources)
+			for _, src := range sources {
+				outgoing[src] = append(outgoing[src], e)
 			}
-			reachable[e.To] = true
-			changed = true
 		}
 	}
-	return reachable
-}
-
-func traversable(e *Edge, reachable map[string]bool) bool {
-	if !e.Barrier {
-		return len(e.From) == 1 && (e.From[0] == Start || reachable[e.From[0]])
-	}
-	if len(e.From) == 0 {
-		return false
-	}
-	for _, src := range e.From {
-		if !reachable[src] {
-			return false
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, e := range outgoing[id] {
+			visits++
+			if e.Barrier {
+				if missing[e]--; missing[e] > 0 {
+					continue
+				}
+			}
+			reach(e.To)
 		}
 	}
-	return true
+	return reachable, visits
 }
 
 // ---------------------------------------------------------------------------
@@ -131,13 +148,14 @@ func nodeAdjacency(g *Graph) map[string][]string {
 			continue
 		}
 		for _, src := range e.From {
-			if _, ok := g.Nodes[src]; ok && !slices.Contains(adj[src], e.To) {
+			if _, ok := g.Nodes[src]; ok {
 				adj[src] = append(adj[src], e.To)
 			}
 		}
 	}
 	for id := range adj {
 		slices.Sort(adj[id])
+		adj[id] = slices.Compact(adj[id])
 	}
 	return adj
 }
@@ -229,8 +247,8 @@ func (v *validator) deadEnds() {
 			"no edge leads to $finish; runs end only by quiescence, so add an edge to $finish if the graph has a natural end")
 		return
 	}
-	reachable := reachableFromStart(v.g)
-	reaching := nodesReachingFinish(v.g, finishers)
+	reachable, _ := reachableFromStart(v.g)
+	reaching, _ := nodesReachingFinish(v.g, finishers)
 	for _, id := range value.SortedKeys(v.g.Nodes) {
 		if reachable[id] && !reaching[id] {
 			v.d.warnf(CodeDeadEndNode, pathOf("nodes", id), id,
@@ -250,30 +268,35 @@ func (v *validator) hasFinishEdge() bool {
 
 // nodesReachingFinish is backward reachability from $finish. Each source of
 // a barrier edge counts as reaching its target: an over-approximation that
-// keeps dead-end warnings conservative.
-func nodesReachingFinish(g *Graph, finishers map[string]bool) map[string]bool {
+// keeps dead-end warnings conservative. Each adjacency entry is visited
+// once, and the count of those visits is returned with the set.
+func nodesReachingFinish(g *Graph, finishers map[string]bool) (map[string]bool, int) {
 	reaching := make(map[string]bool, len(finishers))
-	for id := range finishers {
+	var queue []string
+	for _, id := range value.SortedKeys(finishers) {
 		reaching[id] = true
+		queue = append(queue, id)
 	}
 	adj := nodeAdjacency(g)
-	ids := value.SortedKeys(adj)
-	for changed := true; changed; {
-		changed = false
-		for _, id := range ids {
-			if reaching[id] {
-				continue
-			}
-			for _, to := range adj[id] {
-				if reaching[to] {
-					reaching[id] = true
-					changed = true
-					break
-				}
+	incoming := make(map[string][]string, len(adj))
+	for _, id := range value.SortedKeys(adj) {
+		for _, to := range adj[id] {
+			incoming[to] = append(incoming[to], id)
+		}
+	}
+	visits := 0
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, from := range incoming[id] {
+			visits++
+			if !reaching[from] {
+				reaching[from] = true
+				queue = append(queue, from)
 			}
 		}
 	}
-	return reaching
+	return reaching, visits
 }
 
 // ---------------------------------------------------------------------------
