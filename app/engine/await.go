@@ -31,6 +31,9 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 	if timeout < 0 {
 		return nil, fmt.Errorf("%w: await timeout must not be negative", ErrInvalidOptions)
 	}
+	// Registered before the first read: a commit that rests the run from
+	// here on is kept for this call, an earlier one is what it reads.
+	defer c.e.rested.await(owner, runID)()
 	deadline := time.Now().Add(timeout)
 	seen := int64(-1)
 	var seenStart time.Time // the StartedAt of the run last read

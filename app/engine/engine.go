@@ -49,7 +49,8 @@ type Engine struct {
 	deliver *observe.Deliverer
 	commits broadcast
 	// rested holds the runs this engine last committed waiting or
-	// terminal, so a local AwaitRun woken by that commit needs no read;
+	// terminal while a local AwaitRun waits for them, so that AwaitRun,
+	// woken by the commit, needs no read;
 	// started, the runs it inserted, so an AwaitRun right after StartRun
 	// needs no first read.
 	rested  restedRuns

@@ -64,15 +64,48 @@ func (c *recentRuns[V]) get(owner ports.OwnerScope, runID string) (V, bool) {
 }
 
 // restedRuns remembers the last runs this engine committed waiting or
-// terminal. An AwaitRun woken by such a commit takes the run from here
-// instead of reading it again; it only ever takes a run newer than what
-// it last read, so an entry that a later commit elsewhere made stale is
-// never returned as news.
-type restedRuns struct{ recentRuns[*run.Run] }
+// terminal while a local AwaitRun of them is in flight. An AwaitRun woken
+// by such a commit takes the run from here instead of reading it again;
+// it only ever takes a run newer than what it last read, so an entry that
+// a later commit elsewhere made stale is never returned as news. A run
+// nobody here awaits is not kept: its document can be many MB, and an
+// AwaitRun that starts later reads the store first anyway.
+type restedRuns struct {
+	recentRuns[*run.Run]
+	awaitMu  sync.Mutex // held around recentRuns.mu, never inside it
+	awaiting map[recentKey]int
+}
 
-// put keeps r as committed: a committed run is never written again (the
-// domain builds every next run anew); newer hands out copies.
-func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) { c.recentRuns.put(owner, r.ID, r) }
+// await counts an AwaitRun of the run in flight until the returned func is
+// called; the last one to leave drops the run's entry.
+func (c *restedRuns) await(owner ports.OwnerScope, runID string) (done func()) {
+	key := recentKey{owner: owner.Key(), runID: runID}
+	c.awaitMu.Lock()
+	defer c.awaitMu.Unlock()
+	if c.awaiting == nil {
+		c.awaiting = map[recentKey]int{}
+	}
+	c.awaiting[key]++
+	return func() {
+		c.awaitMu.Lock()
+		defer c.awaitMu.Unlock()
+		if c.awaiting[key]--; c.awaiting[key] == 0 {
+			delete(c.awaiting, key)
+			c.forget(owner, runID)
+		}
+	}
+}
+
+// put keeps r as committed, when an AwaitRun of it is in flight: a
+// committed run is never written again (the domain builds every next run
+// anew); newer hands out copies.
+func (c *restedRuns) put(owner ports.OwnerScope, r *run.Run) {
+	c.awaitMu.Lock()
+	defer c.awaitMu.Unlock()
+	if c.awaiting[recentKey{owner: owner.Key(), runID: r.ID}] > 0 {
+		c.recentRuns.put(owner, r.ID, r)
+	}
+}
 
 // newer returns a copy of the run rested after checkpoint seq, if any. A
 // run id can name a later run once the pruner deleted the first (an
