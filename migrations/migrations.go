@@ -314,12 +314,19 @@ func Check(ctx context.Context, q Querier, schema string) error {
 	}
 	var hasAdmission, hasEventSeq bool
 	var tables, triggers, disabled, functions []string
+	// The catalogs, not information_schema: its views list only what the
+	// current role has privileges on, and a role without grants on
+	// docket_runs would be told that its columns are missing.
 	err = q.QueryRow(ctx, `
 		SELECT
-			EXISTS (SELECT 1 FROM information_schema.columns
-			        WHERE table_schema = $1 AND table_name = 'docket_runs' AND column_name = 'tenant_admitted_at'),
-			EXISTS (SELECT 1 FROM information_schema.columns
-			        WHERE table_schema = $1 AND table_name = 'docket_runs' AND column_name = 'event_seq'),
+			EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+			        JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			        WHERE n.nspname = $1 AND c.relname = 'docket_runs' AND c.relkind IN ('r', 'p')
+			          AND a.attname = 'tenant_admitted_at' AND a.attnum > 0 AND NOT a.attisdropped),
+			EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+			        JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			        WHERE n.nspname = $1 AND c.relname = 'docket_runs' AND c.relkind IN ('r', 'p')
+			          AND a.attname = 'event_seq' AND a.attnum > 0 AND NOT a.attisdropped),
 			ARRAY(SELECT name FROM unnest($2::text[]) AS name WHERE NOT EXISTS (
 				SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 				WHERE n.nspname = $1 AND c.relname = name AND c.relkind IN ('r', 'p'))),

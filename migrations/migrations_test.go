@@ -468,6 +468,40 @@ func TestUpOnAnExistingSchemaNeedsNoCreateOnTheDatabase(t *testing.T) {
 	assert.ErrorContains(t, err, "permission denied", "a missing schema is still created, with the privileges that takes")
 }
 
+// A role that may not read Docket's tables still sees the schema's shape:
+// a missing grant is not a schema "altered outside docket migrate" whose
+// cure would be a reinstall (which deletes every run).
+func TestCheckDoesNotMistakeMissingGrantsForAnAlteredSchema(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	database := pgtest.New(t)
+	admin := database.Connect(t)
+	_, err := migrations.Up(ctx, admin, migrations.Options{Schema: "docket_app"})
+	require.NoError(t, err)
+	config, err := pgx.ParseConfig(database.URL)
+	require.NoError(t, err)
+	role := database.Name + "_reader" // roles are the server's: unique like the database
+	quotedRole := pgx.Identifier{role}.Sanitize()
+	_, err = admin.Exec(ctx, `CREATE ROLE `+quotedRole+` LOGIN PASSWORD '`+strings.ReplaceAll(config.Password, "'", "''")+`'`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), `DROP OWNED BY `+quotedRole)
+		_, _ = admin.Exec(context.Background(), `DROP ROLE `+quotedRole)
+	})
+	config.User = role
+	reader, err := pgx.ConnectConfig(ctx, config)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = reader.Close(context.Background()) })
+
+	for _, grant := range []string{"", `GRANT USAGE ON SCHEMA docket_app TO ` + quotedRole} {
+		if grant != "" {
+			_, err := admin.Exec(ctx, grant)
+			require.NoError(t, err)
+		}
+		assert.NoError(t, migrations.Check(ctx, reader, "docket_app"), "after %q", grant)
+	}
+}
+
 func TestDownOfOneSchemaLeavesTheOthers(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
