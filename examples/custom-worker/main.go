@@ -50,7 +50,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 	var c config
 	fs := flag.NewFlagSet("custom-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.databaseURL, "database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	// Not a flag default: the usage text prints defaults, and the
+	// connection string may carry a password.
+	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
 	fs.StringVar(&c.schema, "schema", "", "Docket schema (default: found on the search_path)")
 	fs.StringVar(&c.notifier, "notifier", "listen", "wake-ups: listen (LISTEN/NOTIFY) or poll (polling only)")
 	fs.StringVar(&c.telemetry, "telemetry", "none", "telemetry: otel (OpenTelemetry) or none")
@@ -61,6 +63,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 	fs.DurationVar(&c.pollInterval, "poll-interval", time.Second, "longest wait between polls")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.databaseURL == "" {
+		c.databaseURL = getenv("DATABASE_URL")
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -63,3 +63,38 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		assert.NotEmpty(t, stderr.String())
 	}
 }
+
+// The usage text (on -h, or after a mistyped flag) never prints the
+// password of the DATABASE_URL the process was started with.
+func TestUsageNeverPrintsTheDatabasePassword(t *testing.T) {
+	t.Parallel()
+	env := func(name string) string {
+		if name == "DATABASE_URL" {
+			return "postgres://app:s3cret-pw@db.internal:5432/app"
+		}
+		return ""
+	}
+	for _, args := range [][]string{{"-h"}, {"-runs", "many"}, {"-bogus"}} {
+		var stdout, stderr bytes.Buffer
+		run(context.Background(), args, env, &stdout, &stderr)
+		assert.Contains(t, stderr.String(), "-database-url", args)
+		assert.NotContains(t, stderr.String()+stdout.String(), "s3cret-pw", args)
+	}
+}
+
+// Without -database-url the worker connects to DATABASE_URL.
+func TestDatabaseURLComesFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	env := func(name string) string {
+		if name == "DATABASE_URL" {
+			return "postgres://app@db.internal/app"
+		}
+		return ""
+	}
+	c, err := parse(nil, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "postgres://app@db.internal/app", c.databaseURL)
+	c, err = parse([]string{"-database-url", "postgres://other/db"}, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "postgres://other/db", c.databaseURL, "the flag wins")
+}
