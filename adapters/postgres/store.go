@@ -26,7 +26,8 @@ var ErrConfig = errors.New("invalid docket postgres configuration")
 // the documented default.
 type Config struct {
 	// Pool is the connection pool of every statement (required). Its
-	// sessions must default to READ COMMITTED and read-write. The Store
+	// sessions must default to READ COMMITTED and read-write, with
+	// standard_conforming_strings on. The Store
 	// does not own it: closing the Store leaves it open. For PgBouncer in
 	// transaction pooling mode set its ConnConfig.DefaultQueryExecMode to
 	// pgx.QueryExecModeSimpleProtocol (and leave Notifier nil, or point a
@@ -213,13 +214,22 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 // checkSession refuses sessions whose default transactions are not READ
 // COMMITTED and read-write: admission's SKIP LOCKED re-check semantics rely
 // on READ COMMITTED, and the gate refuses anything else at claim time too.
+// It also refuses sessions with standard_conforming_strings off: the read
+// models inline their filters as literals (bun quotes a string by doubling
+// its quotes), and there a backslash in a filter would end its literal and
+// turn the rest into SQL.
 func checkSession(ctx context.Context, pool *pgxpool.Pool) error {
-	var isolation, readOnly string
+	var isolation, readOnly, conforming string
 	err := pool.QueryRow(ctx,
-		`SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')`).
-		Scan(&isolation, &readOnly)
+		`SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only'),
+		        current_setting('standard_conforming_strings')`).
+		Scan(&isolation, &readOnly, &conforming)
 	if err != nil {
-		return fmt.Errorf("docket postgres: read the session's isolation: %w", err)
+		return fmt.Errorf("docket postgres: read the session's settings: %w", err)
+	}
+	if conforming != "on" {
+		return fmt.Errorf("%w: the pool's sessions run with standard_conforming_strings %s; Docket requires on "+
+			"(check the role, database and connection string)", ErrConfig, conforming)
 	}
 	if isolation != "read committed" {
 		return fmt.Errorf("%w: the pool's sessions run %s transactions; Docket requires read committed "+

@@ -123,6 +123,29 @@ func TestNewRefusesSessionsThatAdmissionCannotUse(t *testing.T) {
 	}
 }
 
+// The read models inline their filters as SQL literals, quoted for
+// standard_conforming_strings: on a session where a backslash
+// escapes a quote, a graph id filter could end the literal and widen a
+// tenant's list to every tenant's runs. New refuses such sessions.
+func TestNewRefusesSessionsWhereABackslashEscapesAQuote(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := newEnv(t, envOptions{})
+	env.insertRun(t, ports.OwnerOf("tenant-a"), t0, t0)
+	_, pool := rawPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["standard_conforming_strings"] = "off"
+	})
+	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: env.schema, KeepAdmissionMode: true})
+	if err == nil {
+		page, err := store.ListRuns(ctx, ports.Tenant("tenant-b"), ports.ListRunsParams{GraphID: `x\') OR true --`, Limit: 10})
+		if err == nil {
+			assert.Empty(t, page.Runs, "tenant-b's filter lists another tenant's runs")
+		}
+		_ = store.Close()
+	}
+	assert.ErrorIs(t, err, postgres.ErrConfig)
+}
+
 // fairish is a claim policy the SQL adapter does not implement.
 type fairish struct{}
 
