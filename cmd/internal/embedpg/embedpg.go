@@ -335,11 +335,18 @@ func reachable(dir string, cred *syscall.Credential) bool {
 }
 
 // lockDir takes the directory's lock for this process's lifetime, so two
-// demos never share a cluster.
+// demos never share a cluster. The lock file belongs to the directory's
+// owner, so that a demo run as that user (the cluster's user, after a demo
+// as root made the directory) can open it too.
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "demo.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the demo database lock: %w", err)
+	}
+	if info, err := os.Stat(dir); err == nil && os.Geteuid() == 0 {
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			_ = f.Chown(int(st.Uid), int(st.Gid))
+		}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()

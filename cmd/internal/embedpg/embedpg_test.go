@@ -138,3 +138,24 @@ func TestResetRefusesADirectoryInUse(t *testing.T) {
 	_, err = Reset(dir)
 	assert.True(t, errors.Is(err, ErrBusy), "%v", err)
 }
+
+// A demo run as root hands the directory to the cluster's user; the lock
+// file it creates there belongs to that user too, who may then run the
+// demo on the same directory (the default one of both).
+func TestTheLockFileBelongsToTheDirectorysOwner(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hand the directory to another user")
+	}
+	dir := t.TempDir()
+	const uid, gid = 54321, 54322
+	require.NoError(t, os.Chown(dir, uid, gid))
+	lock, err := lockDir(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lock.Close() })
+	info, err := os.Stat(filepath.Join(dir, "demo.lock"))
+	require.NoError(t, err)
+	st := info.Sys().(*syscall.Stat_t)
+	assert.Equal(t, uint32(uid), st.Uid)
+	assert.Equal(t, uint32(gid), st.Gid)
+}
