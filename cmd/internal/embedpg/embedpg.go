@@ -505,9 +505,14 @@ func (s *Server) stop() error {
 
 // waitForOldServer gives a server a dead demo left behind (its parent-death
 // signal makes it shut down) time to exit before a new one starts on the
-// same data directory.
+// same data directory. A postmaster.pid naming a live process that is no
+// server of this directory is stale (the server was killed outright, and
+// its PID reused since, as after a reboot): postgres would refuse to start
+// beside it, so it is removed. The directory's lock rules out another
+// demo's server.
 func waitForOldServer(ctx context.Context, data string) {
-	raw, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	pidFile := filepath.Join(data, "postmaster.pid")
+	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		return
 	}
@@ -517,12 +522,30 @@ func waitForOldServer(ctx context.Context, data string) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
+		if servesOtherDir(pid, data) {
+			_ = os.Remove(pidFile)
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// servesOtherDir reports whether process pid is known to work in another
+// directory than data: a postmaster works in its data directory. It is
+// false when that cannot be told (no /proc, another user's process).
+func servesOtherDir(pid int, data string) bool {
+	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	if err != nil {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(data); err == nil {
+		data = real
+	}
+	return filepath.Clean(cwd) != filepath.Clean(data)
 }
 
 // Reset removes the cluster in dir (default DefaultDir) so the next Start

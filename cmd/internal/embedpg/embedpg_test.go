@@ -3,7 +3,9 @@ package embedpg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -158,4 +160,43 @@ func TestTheLockFileBelongsToTheDirectorysOwner(t *testing.T) {
 	st := info.Sys().(*syscall.Stat_t)
 	assert.Equal(t, uint32(uid), st.Uid)
 	assert.Equal(t, uint32(gid), st.Gid)
+}
+
+// A server killed outright leaves its postmaster.pid behind; once its PID
+// belongs to another process of the cluster's user (after a reboot, say),
+// the next demo still starts its server.
+func TestAStalePostmasterPidWhosePIDWasReusedDoesNotBlockTheStart(t *testing.T) {
+	t.Parallel()
+	// The cluster may run as another user (PostgreSQL refuses root), who
+	// must reach the directory: not t.TempDir, whose parent is private.
+	dir, err := os.MkdirTemp("", "docket-embedpg-test-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx := context.Background()
+
+	srv, err := Start(ctx, Options{Dir: dir})
+	require.NoError(t, err)
+	require.NoError(t, srv.Stop())
+
+	// A live process of the cluster's user, working elsewhere, holds the
+	// PID the stale file names.
+	o, err := clusterOwner()
+	require.NoError(t, err)
+	other := exec.Command("sleep", "60")
+	other.Dir = "/"
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: o.cred}
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	pidFile := filepath.Join(dir, "data", "postmaster.pid")
+	stale := fmt.Sprintf("%d\n%s\n1700000000\n5432\n%s\n\n  5432001         0\nready   \n",
+		other.Process.Pid, filepath.Join(dir, "data"), dir)
+	require.NoError(t, os.WriteFile(pidFile, []byte(stale), 0o600))
+	if o.cred != nil {
+		require.NoError(t, os.Chown(pidFile, int(o.cred.Uid), int(o.cred.Gid)))
+	}
+
+	srv, err = Start(ctx, Options{Dir: dir})
+	require.NoError(t, err, "the stale postmaster.pid is not the running server's")
+	require.NoError(t, srv.Stop())
 }
