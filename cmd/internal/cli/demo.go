@@ -17,6 +17,7 @@ import (
 	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/migrations"
+	"github.com/docketgo/docket/ports"
 )
 
 // demoSchema is the schema the demo uses on a database the user names, so
@@ -128,13 +129,7 @@ func (a *app) demo(ctx context.Context, o demoOptions) error {
 		stop()
 		if ctx.Err() != nil && b.kind == "postgres" {
 			unfinished := "the unfinished runs are"
-			if res != nil {
-				n := 0
-				for _, br := range res.Runs {
-					if !br.Run.Status.Terminal() {
-						n++
-					}
-				}
+			if n, err := unfinishedDemoRuns(context.WithoutCancel(ctx), c); err == nil {
 				unfinished = fmt.Sprintf("%d unfinished run(s) are", n)
 			}
 			a.say("interrupted: %s kept; run `docket demo` again to resume them", unfinished)
@@ -150,6 +145,29 @@ func (a *app) demo(ctx context.Context, o demoOptions) error {
 		return printJSON(a.io.Out, report)
 	}
 	return a.printDemo(report, res, o.mermaid)
+}
+
+// unfinishedDemoRuns counts the demo runs the store holds running or
+// waiting. Asked once the worker has stopped, it is what the next demo
+// finds to resume: the batch's own view is older (runs finished while it
+// was still starting others, or while the worker drained).
+func unfinishedDemoRuns(ctx context.Context, c *engine.Client) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p := ports.ListRunsParams{Limit: ports.MaxPageLimit, GraphID: demo.GraphID,
+		Statuses: []run.Status{run.StatusRunning, run.StatusWaiting}}
+	n := 0
+	for {
+		page, err := c.ListRuns(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Runs)
+		if !page.HasMore {
+			return n, nil
+		}
+		p.Before = page.NextBefore
+	}
 }
 
 // demoBackend picks the database: memory when --memory says so, else the
