@@ -65,7 +65,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.runs, "runs", demo.DefaultBatchSize, "runs in the batch")
 	f.BoolVar(&o.memory, "memory", false, "use the in-memory store even when PostgreSQL is available")
-	f.StringVar(&o.dataDir, "data-dir", "", "directory of the private PostgreSQL (default: <user cache dir>/docket/demo-pg)")
+	f.StringVar(&o.dataDir, "data-dir", "", "directory of the private PostgreSQL, new or empty or an earlier demo's (default: <user cache dir>/docket/demo-pg)")
 	f.StringVar(&o.binDir, "pg-bin-dir", "", "directory holding initdb and postgres (default: PATH, then /usr/lib/postgresql/*/bin)")
 	f.BoolVar(&o.reset, "reset", false, "delete the private PostgreSQL's data first")
 	f.BoolVar(&o.mermaid, "mermaid", false, "print the graph as Mermaid instead of text")

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -277,8 +278,12 @@ func chooseDir(explicit string, o owner) (string, error) {
 }
 
 // prepareDir creates dir (and its parents) and hands dir to the cluster
-// user, refusing a directory that user cannot reach.
+// user, refusing a directory that user cannot reach or that holds other
+// files than a cluster's.
 func prepareDir(dir string, o owner) error {
+	if err := checkOwnDir(dir); err != nil {
+		return err
+	}
 	// Parents stay traversable (0755) so the cluster user can reach dir;
 	// dir itself is private to that user.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -300,6 +305,30 @@ func prepareDir(dir string, o owner) error {
 		}
 		return os.Lchown(path, int(o.cred.Uid), int(o.cred.Gid))
 	})
+}
+
+// checkOwnDir refuses an existing directory that holds anything but the
+// files of a demo cluster: the directory is made private and, under root,
+// handed with all its content to the cluster's user, which must never
+// befall a directory of other files (--data-dir . in a project, say).
+func checkOwnDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the demo database directory: %w", err)
+	}
+	socket := ".s.PGSQL." + strconv.Itoa(port)
+	for _, e := range entries {
+		switch e.Name() {
+		case "data", "data.init", "demo.lock", "postgres.log", socket, socket + ".lock":
+		default:
+			return fmt.Errorf("the demo database directory %s holds %q, which is no part of a demo database; "+
+				"choose a new or empty directory", dir, e.Name())
+		}
+	}
+	return nil
 }
 
 // reachable reports whether uid/gid may traverse dir and every ancestor.

@@ -200,3 +200,45 @@ func TestAStalePostmasterPidWhosePIDWasReusedDoesNotBlockTheStart(t *testing.T) 
 	require.NoError(t, err, "the stale postmaster.pid is not the running server's")
 	require.NoError(t, srv.Stop())
 }
+
+// The demo's directory is made private and, under root, handed with its
+// content to the cluster's user: a directory of other files is refused
+// and left as it was.
+func TestADirectoryOfOtherFilesIsNotTakenOver(t *testing.T) {
+	t.Parallel()
+	// Not t.TempDir: its parent is private to the test's user, who may
+	// not be the cluster's.
+	root, err := os.MkdirTemp("", "docket-embedpg-dir-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	require.NoError(t, os.Chmod(root, 0o755))
+	o, err := clusterOwner()
+	require.NoError(t, err)
+
+	dir := filepath.Join(root, "project")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	notes := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("mine"), 0o644))
+	before, err := os.Stat(notes)
+	require.NoError(t, err)
+	_, err = chooseDir(dir, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `holds "notes.txt"`)
+	info, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), info.Mode().Perm(), "the directory stays as it was")
+	after, err := os.Stat(notes)
+	require.NoError(t, err)
+	assert.Equal(t, before.Sys().(*syscall.Stat_t).Uid, after.Sys().(*syscall.Stat_t).Uid, "its files keep their owner")
+
+	// A directory an earlier demo made is taken again, and so is a new one.
+	ours := filepath.Join(root, "ours")
+	require.NoError(t, os.Mkdir(ours, 0o755))
+	for _, name := range []string{"data", "demo.lock", "postgres.log", ".s.PGSQL.5432.lock"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ours, name), nil, 0o600))
+	}
+	_, err = chooseDir(ours, o)
+	assert.NoError(t, err)
+	_, err = chooseDir(filepath.Join(root, "new"), o)
+	assert.NoError(t, err)
+}
