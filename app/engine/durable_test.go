@@ -17,6 +17,7 @@ import (
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/app/observe"
+	"github.com/docketgo/docket/app/vehicle"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
@@ -618,5 +619,52 @@ func TestEventsAfterTheLargestSeqAreNone(t *testing.T) {
 		assert.Empty(t, page.Events)
 		assert.Equal(t, int64(math.MaxInt64), page.NextAfterSeq)
 		assert.False(t, page.HasMore)
+	})
+}
+
+// A node's failure reason is its error's text or its panic's value, which
+// need not be UTF-8 (bytes of another encoding, a cut multi-byte rune).
+// The run still retries and then fails with it, on every backend, instead
+// of proposing a run its store refuses and replaying the node until the
+// run is poisoned.
+func TestAFailureReasonThatIsNotUTF8StillRetriesAndFailsTheRun(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		k.registry.
+			MustRegister("test.fails_in_latin1", node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
+				k.record(in)
+				return node.Output{}, errors.New("caf\xe9 closed")
+			})).
+			MustRegister("test.panics_in_latin1", node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
+				k.record(in)
+				panic("caf\xe9 closed")
+			}))
+		e := manual(t, h, k)
+		for id, ref := range map[string]string{"fails": "test.fails_in_latin1", "panics": "test.panics_in_latin1"} {
+			r := saveAndStart(t, e.Client, build(t, single(id, ref, graph.Retry(2, 0))), nil)
+			sum, err := e.DrainRuns(ctx, 0)
+			require.NoError(t, err, ref)
+			for _, out := range sum.Outcomes {
+				assert.Equal(t, vehicle.Parked, out.Kind, "%s: %v", ref, out.Err)
+			}
+			done, err := e.FetchRun(ctx, r.ID)
+			require.NoError(t, err, ref)
+			require.Equal(t, run.StatusFailed, done.Status, ref)
+			assert.Equal(t, "node_failed", done.Failure.Code, ref)
+			reason, _ := done.Failure.Details["errors"].(map[string]any)["node"].(string)
+			assert.Contains(t, reason, "caf\uFFFD closed", ref)
+			events := allEvents(t, e.Client, r.ID)
+			requireHistory(t, done, events)
+			var reasons []any
+			for _, ev := range events {
+				if ev.Type == run.EventNodeFailed {
+					reasons = append(reasons, ev.Payload["reason"])
+				}
+			}
+			assert.Equal(t, []any{reason, reason}, reasons, "%s: the retry and the final failure, as stored", ref)
+		}
+		assert.Len(t, k.attemptsOf("node"), 4, "two attempts per run, none replayed")
 	})
 }

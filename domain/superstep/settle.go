@@ -71,7 +71,10 @@ func Settle(g *graph.Compiled, r *run.Run, step Step, results []Result, env Env)
 			}
 			finals = append(finals, validated{taskID: a.TaskID, nodeID: a.NodeID, attempt: a.Attempt, kind: run.WriteInterrupt, intr: in, value: interruptValue(a.NodeID, in)})
 		case OutcomeFailure:
-			reason := res.Reason
+			// The reason is free text from the node (an error's message, a
+			// panic's value) and is recorded in the run and its events,
+			// which hold only UTF-8 text.
+			reason := strings.ToValidUTF8(res.Reason, "\uFFFD")
 			if reason == "" {
 				reason = "node attempt failed"
 			}
