@@ -21,6 +21,7 @@ import (
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -666,5 +667,45 @@ func TestAFailureReasonThatIsNotUTF8StillRetriesAndFailsTheRun(t *testing.T) {
 			assert.Equal(t, []any{reason, reason}, reasons, "%s: the retry and the final failure, as stored", ref)
 		}
 		assert.Len(t, k.attemptsOf("node"), 4, "two attempts per run, none replayed")
+	})
+}
+
+// An interrupt schema whose field names are not UTF-8 has no wire form: the
+// interrupting node fails (invalid_interrupt) and the run records it, on
+// every backend, instead of proposing a run its store refuses and
+// replaying the node until the run is poisoned.
+func TestAnInterruptSchemaWithAFieldNameThatIsNotUTF8FailsTheNode(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		schemas := map[string]*schema.Schema{
+			"valid":   schema.Object(map[string]*schema.Schema{"caf\xe9": schema.String()}),
+			"invalid": schema.Object(map[string]*schema.Schema{"caf\xe9": schema.List(nil)}),
+		}
+		for id, s := range schemas {
+			k.registry.MustRegister("test.asks_"+id, node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
+				k.record(in)
+				return node.Interrupt(node.InterruptRequest{ResumeChannel: "out", Schema: s}), nil
+			}))
+		}
+		e := manual(t, h, k)
+		for _, id := range []string{"invalid", "valid"} {
+			t.Run(id, func(t *testing.T) {
+				r := saveAndStart(t, e.Client, build(t, single(id, "test.asks_"+id)), nil)
+				sum, err := e.DrainRuns(ctx, 0)
+				require.NoError(t, err)
+				require.Len(t, sum.Outcomes, 1)
+				assert.Equal(t, vehicle.Parked, sum.Outcomes[0].Kind, "%v", sum.Outcomes[0].Err)
+				done, err := e.FetchRun(ctx, r.ID)
+				require.NoError(t, err)
+				require.Equal(t, run.StatusFailed, done.Status)
+				reason, _ := done.Failure.Details["errors"].(map[string]any)["node"].(string)
+				assert.Contains(t, reason, "invalid_interrupt")
+				assert.Contains(t, reason, `field name "caf\xe9" is not UTF-8 text`)
+				requireHistory(t, done, allEvents(t, e.Client, r.ID))
+			})
+		}
+		assert.Len(t, k.attemptsOf("node"), 2, "one attempt per run, none replayed")
 	})
 }

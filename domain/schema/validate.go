@@ -196,8 +196,8 @@ func show(v any) string {
 }
 
 // Check returns the problems that make s itself invalid; nil when s is
-// valid. A valid schema has a known type, string field names not starting
-// with "$" whose children are valid, an item exactly when it is a list (and
+// valid. A valid schema has a known type, field names that are UTF-8 text
+// not starting with "$" whose children are valid, an item exactly when it is a list (and
 // a valid one), portable values, constraints and metadata, and, when it has
 // a default, a portable default that satisfies the schema itself.
 //
@@ -225,10 +225,17 @@ func check(s *Schema, path string, problems *[]string) {
 		add("unknown type %q (expected one of %s)", s.Type, typeList())
 	}
 	for _, name := range value.SortedKeys(s.Fields) {
-		if strings.HasPrefix(name, "$") {
+		child := path + ".fields." + name
+		switch {
+		case !utf8.ValidString(name):
+			// Problems are text too: the path shows the name as it would be
+			// encoded.
+			child = path + ".fields." + strings.ToValidUTF8(name, "\uFFFD")
+			add("field name %q is not UTF-8 text", name)
+		case strings.HasPrefix(name, "$"):
 			add("field name %q is reserved (names starting with \"$\" are not portable)", name)
 		}
-		check(s.Fields[name], path+".fields."+name, problems)
+		check(s.Fields[name], child, problems)
 	}
 	switch {
 	case s.Type == TypeList && s.Item == nil:
