@@ -22,6 +22,7 @@ import (
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -707,5 +708,38 @@ func TestAnInterruptSchemaWithAFieldNameThatIsNotUTF8FailsTheNode(t *testing.T) 
 			})
 		}
 		assert.Len(t, k.attemptsOf("node"), 2, "one attempt per run, none replayed")
+	})
+}
+
+// An interrupt schema whose wire form nests deeper than a portable value
+// may fails the interrupting node (invalid_interrupt), on every backend,
+// instead of proposing a run its store refuses and replaying the node
+// until the run is poisoned.
+func TestAnInterruptSchemaTooDeepToStoreFailsTheNode(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		k := newKit()
+		deep := schema.String()
+		for range value.MaxDepth + 1 {
+			deep = &schema.Schema{Type: schema.TypeList, Item: deep} // schema.List would copy it each time
+		}
+		k.registry.MustRegister("test.asks_deep", node.New(obj(nil), func(_ context.Context, in node.Input) (node.Output, error) {
+			k.record(in)
+			return node.Interrupt(node.InterruptRequest{ResumeChannel: "out", Schema: deep}), nil
+		}))
+		e := manual(t, h, k)
+		r := saveAndStart(t, e.Client, build(t, single("deep", "test.asks_deep")), nil)
+		sum, err := e.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		require.Len(t, sum.Outcomes, 1)
+		assert.Equal(t, vehicle.Parked, sum.Outcomes[0].Kind)
+		done, err := e.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusFailed, done.Status)
+		reason, _ := done.Failure.Details["errors"].(map[string]any)["node"].(string)
+		assert.Contains(t, reason, "invalid_interrupt: interrupt schema is not portable")
+		requireHistory(t, done, allEvents(t, e.Client, r.ID))
+		assert.Len(t, k.attemptsOf("node"), 1, "one attempt, not replayed")
 	})
 }

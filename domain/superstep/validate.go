@@ -109,8 +109,11 @@ func validateInterrupt(idx *index, r *run.Run, req *InterruptRequest) (interrupt
 	if req.Schema != nil {
 		if problems := schema.Check(req.Schema); len(problems) > 0 {
 			reasons = append(reasons, "interrupt schema is invalid: "+strings.Join(problems, "; "))
+		} else if m := req.Schema.ToMap(); value.Check(m) != nil {
+			// Its wire form nests deeper than a run may hold.
+			reasons = append(reasons, "interrupt schema is not portable: "+value.Check(m).Error())
 		} else {
-			out.schema = req.Schema.ToMap()
+			out.schema = m
 		}
 	}
 	if req.ID != "" {
