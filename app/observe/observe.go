@@ -1,8 +1,8 @@
 // Package observe delivers committed checkpoints to checkpoint observers,
 // after the commit and best effort: each observer runs in its own
-// goroutine under a deadline, a failure or panic is logged and counted,
-// and nothing an observer does can delay, veto or roll back the commit it
-// observes.
+// goroutine under a deadline, a failure, panic or runtime.Goexit is
+// logged and counted, and nothing an observer does can delay, veto or
+// roll back the commit it observes.
 //
 // It is not an event log. Observers may miss checkpoints (a crash right
 // after commit) or see one twice; the retained events in the EventStore
@@ -11,6 +11,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -159,7 +160,20 @@ func (d *Deliverer) deliver(ctx context.Context, o Observer, c Commit) {
 	defer cancel()
 	ctx, span := d.telemetry().StartSpan(ctx, ports.FactObserver,
 		ports.Label{Key: ports.LabelCheckpointType, Value: string(c.Checkpoint.Type)})
-	result, err := call(ctx, o, c)
+	// What a call that never returns leaves: it ended its goroutine with
+	// runtime.Goexit (t.FailNow in a test's observer), and the deferred
+	// report still counts, logs and ends its span.
+	result, err := ResultPanic, errObserverExited
+	defer func() { d.report(ctx, span, c, result, err) }()
+	result, err = call(ctx, o, c)
+}
+
+// errObserverExited is the failure of an observer that called
+// runtime.Goexit.
+var errObserverExited = errors.New("observer called runtime.Goexit")
+
+// report ends an observer call's span and reports its failure, if any.
+func (d *Deliverer) report(ctx context.Context, span ports.Span, c Commit, result string, err error) {
 	if err == nil {
 		span.End(ports.ResultOK, nil)
 		return

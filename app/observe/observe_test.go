@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,4 +222,49 @@ func TestDeliveriesRacingShutdownNeverPanic(t *testing.T) {
 		require.NoError(t, d.Wait(context.Background()))
 		require.Equal(t, atClose, calls.Load(), "no observer call starts after Close")
 	}
+}
+
+// spans records the results its spans end with.
+type spans struct {
+	facts
+	ended []string
+}
+
+type recordingSpan struct{ s *spans }
+
+func (sp recordingSpan) End(result string, _ ports.Measurements) {
+	sp.s.mu.Lock()
+	defer sp.s.mu.Unlock()
+	sp.s.ended = append(sp.s.ended, result)
+}
+
+func (s *spans) StartSpan(ctx context.Context, _ string, _ ...ports.Label) (context.Context, ports.Span) {
+	return ctx, recordingSpan{s}
+}
+
+// An observer that ends its goroutine with runtime.Goexit (t.FailNow in a
+// test's observer) has failed as surely as one that panics: the failure is
+// counted and logged, and its span ends.
+func TestAnObserverThatCallsGoexitIsAFailure(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	tel := &spans{}
+	d := &observe.Deliverer{
+		Observers: []observe.Observer{observe.Func(func(context.Context, observe.Commit) error {
+			runtime.Goexit()
+			return nil
+		})},
+		Telemetry: tel,
+		Logger:    slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil)),
+	}
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	require.NoError(t, d.Wait(context.Background()))
+	tel.mu.Lock()
+	assert.Equal(t, []string{ports.FactObserverFailure + ":" + observe.ResultPanic}, tel.emitted)
+	assert.Equal(t, []string{observe.ResultPanic}, tel.ended)
+	tel.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logs.String(), "runtime.Goexit")
 }
