@@ -250,9 +250,12 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.state {
 	case created:
+		// Nothing runs in the background, but starts and signals (and, in
+		// ModeManual, DrainRuns) may have called observers.
 		e.state = stopped
-		close(e.stopDone)
 		e.mu.Unlock()
+		e.closeObservers(ctx)
+		close(e.stopDone)
 		return nil
 	case stopped:
 		e.mu.Unlock()
@@ -280,12 +283,17 @@ func (e *Engine) stop(ctx context.Context, d *dispatch.Dispatcher, stopPruner co
 		stopPruner()
 		<-prunerDone
 	}
-	// Observers are best effort: accept no more deliveries, and give the
-	// running ones a moment (each ends at ObserverTimeout anyway).
+	e.closeObservers(ctx)
+	return err
+}
+
+// closeObservers accepts no more observer deliveries and gives the running
+// ones a moment (each ends at ObserverTimeout anyway): observers are best
+// effort.
+func (e *Engine) closeObservers(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_ = e.deliver.Close(wctx)
-	return err
 }
 
 // storeCall bounds one store call by StoreTimeout.

@@ -311,3 +311,33 @@ func TestASecondStopWaitsForTheFirstToDrain(t *testing.T) {
 	require.NoError(t, <-first)
 	require.NoError(t, <-second, "the second Stop returns what the first did")
 }
+
+// Stop ends observer calls on an engine that never started too (a manual
+// engine's, or one stopped before Start): a start committed after Stop
+// reaches no observer.
+func TestStopEndsObserversOfAnEngineThatNeverStarted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	observed := make(chan string, 8)
+	e := manual(t, h, newKit(), func(c *engine.Config) {
+		c.Observers = []observe.Observer{observe.Func(func(_ context.Context, c observe.Commit) error {
+			observed <- c.Checkpoint.Run.ID
+			return nil
+		})}
+	})
+	ctx := context.Background()
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	before, err := e.StartRun(ctx, ref, map[string]any{"value": "x"})
+	require.NoError(t, err)
+	require.Equal(t, before.ID, <-observed)
+
+	require.NoError(t, e.Stop(ctx))
+	_, err = e.StartRun(ctx, ref, map[string]any{"value": "y"})
+	require.NoError(t, err, "starts keep working after Stop")
+	select {
+	case id := <-observed:
+		t.Fatalf("run %s, started after Stop, reached an observer", id)
+	case <-time.After(50 * time.Millisecond): // a delivery wrongly started would land by now
+	}
+}
