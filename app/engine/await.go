@@ -16,11 +16,12 @@ import (
 // RetryPoisonedRun. When the timeout passes first the error is
 // ErrAwaitTimeout; when ctx ends first, ctx's error.
 //
-// The run is re-read every AwaitPollInterval and right after any commit
-// this engine makes, unless that commit rested the run (parked it or
-// finished it): then the committed run is returned without a read. Store
-// wake announcements are not used because they announce due work, never
-// parks or terminal states. When this engine started the run less than
+// The run is re-read every AwaitPollInterval. A commit of this engine
+// that rested the run (parked it or finished it) ends the wait at once
+// with the committed run, without a read; any other commit of this engine
+// is no news for this run and brings no read forward. Store wake
+// announcements are not used because they announce due work, never parks
+// or terminal states. When this engine started the run less than
 // AwaitPollInterval ago and timeout leaves time to wait, the insertion
 // stands in for the first read.
 func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration) (*run.Run, error) {
@@ -37,16 +38,18 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 	deadline := time.Now().Add(timeout)
 	seen := int64(-1)
 	var seenStart time.Time // the StartedAt of the run last read
+	read := true
+	var pollAt time.Time // when the next read is due
 	for {
 		// Subscribe before reading, so a commit between the read and the
 		// wait still wakes us.
 		committed := c.e.commits.wait()
-		read := true
 		if seen < 0 && time.Until(deadline) > 0 {
 			if inserted, start, ok := c.e.started.since(owner, runID, time.Now(), c.e.cfg.AwaitPollInterval); ok {
 				// This engine inserted the run moments ago: the insertion
 				// stands in for the first read.
 				seen, seenStart, read = inserted, start, false
+				pollAt = time.Now().Add(c.e.cfg.AwaitPollInterval)
 			}
 		}
 		if seen >= 0 {
@@ -73,15 +76,20 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 			if time.Until(deadline) <= 0 {
 				return nil, fmt.Errorf("%w: run %q is still %s after %s", ErrAwaitTimeout, runID, info.Run.Status, timeout)
 			}
+			pollAt = time.Now().Add(c.e.cfg.AwaitPollInterval)
 		}
-		remaining := time.Until(deadline)
-		t := time.NewTimer(min(c.e.cfg.AwaitPollInterval, remaining))
+		t := time.NewTimer(min(time.Until(pollAt), time.Until(deadline)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-committed:
+			// A commit that did not rest the run is no reason to read it
+			// before its poll (or the deadline) is due.
+			now := time.Now()
+			read = !now.Before(pollAt) || !now.Before(deadline)
 		case <-t.C:
+			read = true
 		}
 		t.Stop()
 	}

@@ -99,3 +99,47 @@ func TestAwaitAfterStartSeesACommitOfAnotherEngine(t *testing.T) {
 	done := await(t, starter.Client, r.ID)
 	assert.Equal(t, run.StatusDone, done.Status, "not the park this engine committed")
 }
+
+// A commit of this engine wakes every local AwaitRun, but only one that
+// rested the awaited run is news for it: the others wait for their next
+// poll instead of each reading its run again, so awaiting many runs costs
+// reads per run, not per run times every commit of the engine.
+func TestAwaitersReadTheirRunsOncePerPollNotOncePerCommit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	starter := manual(t, h, k)
+	counting := &inspectCounting{Backend: h.store}
+	driver := manual(t, h, k, func(c *engine.Config) {
+		c.Backend = counting
+		c.AwaitPollInterval = time.Minute
+	})
+	ctx := context.Background()
+	ref, err := starter.SaveGraph(ctx, build(t, cycleCounter()))
+	require.NoError(t, err)
+	const runs = 8
+	ids := make([]string, runs)
+	for i := range ids {
+		r, err := starter.StartRun(ctx, ref, nil)
+		require.NoError(t, err)
+		ids[i] = r.ID
+	}
+
+	results := make(chan *run.Run, runs)
+	for _, id := range ids {
+		go func() {
+			r, err := driver.AwaitRun(ctx, id, awaitLimit)
+			assert.NoError(t, err)
+			results <- r
+		}()
+	}
+	eventually(t, "every awaiter's first read", func() bool { return counting.inspects.Load() == runs })
+	_, err = driver.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	for range runs {
+		r := <-results
+		require.NotNil(t, r)
+		assert.Equal(t, run.StatusDone, r.Status)
+	}
+	assert.EqualValues(t, runs, counting.inspects.Load(), "one read per awaiter: the first")
+}
