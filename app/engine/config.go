@@ -325,7 +325,7 @@ func (c Config) resolve() (Config, error) {
 	negative("ObserverTimeout", c.ObserverTimeout)
 	c.ObserverTimeout = orDefault(c.ObserverTimeout, DefaultObserverTimeout)
 	for i, o := range c.Observers {
-		if o == nil {
+		if f, isFunc := o.(observe.Func); o == nil || isFunc && f == nil {
 			bad("Observers", "must not contain nil (index "+strconv.Itoa(i)+")")
 		}
 	}

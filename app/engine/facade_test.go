@@ -12,6 +12,7 @@ import (
 
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/app/observe"
 	"github.com/docketgo/docket/app/prune"
 	"github.com/docketgo/docket/app/vehicle"
 	"github.com/docketgo/docket/domain/claim"
@@ -75,6 +76,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 			c.Pruner = &prune.Config{EventRetention: -time.Hour, RunRetention: time.Hour}
 		}, []string{"Pruner.Interval", "Pruner.EventRetention", "Pruner.BatchSize"}},
 		{"nil observer", func(c *engine.Config) { c.Observers = append(c.Observers, nil) }, []string{"Observers"}},
+		{"nil observer func", func(c *engine.Config) { c.Observers = append(c.Observers, observe.Func(nil)) }, []string{"Observers"}},
 		{"negative store timeout", func(c *engine.Config) { c.StoreTimeout = -time.Second }, []string{"StoreTimeout"}},
 		{"negative observer timeout", func(c *engine.Config) { c.ObserverTimeout = -time.Second }, []string{"ObserverTimeout"}},
 		{"several problems at once", func(c *engine.Config) {
