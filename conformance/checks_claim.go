@@ -115,7 +115,8 @@ func checkStealPreservesDocument(h *harness) {
 
 func checkAttemptCeiling(h *harness) {
 	const max = 3
-	r := h.insert(ports.Tenantless())
+	owner := ports.Tenant("acme")
+	r := h.insert(owner)
 	req := func(now time.Time) claim.Request {
 		q := request(now)
 		q.OrphanTTL = 0
@@ -133,6 +134,7 @@ func checkAttemptCeiling(h *harness) {
 	}
 	p := batch.Poisoned[0]
 	eq(h, p.PoisonReason, claim.ReasonMaxClaimAttempts, "poison reason")
+	eq(h, p.Owner, owner, "owner of the poisoned run")
 	h.eqTime(p.PoisonedAt, poisonAt, "poisoned_at")
 	info := h.inspect(r.ID)
 	eq(h, info.ClaimAttempts, max, "attempts of the poisoned run")

@@ -279,6 +279,7 @@ type Lease struct {
 // PoisonOutcome is a run poisoned by admission.
 type PoisonOutcome struct {
 	RunID        string
+	Owner        OwnerScope // the run's scope, so a callback can act on it
 	PoisonedAt   time.Time
 	PoisonReason string
 	Class        claim.Class

@@ -68,7 +68,7 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 			row.admittedAt = time.Time{}
 			row.poisonedAt, row.reason = r.Now, d.PoisonReason
 			batch.Poisoned = append(batch.Poisoned, ports.PoisonOutcome{
-				RunID: row.doc.ID, PoisonedAt: r.Now, PoisonReason: d.PoisonReason, Class: pick.Class,
+				RunID: row.doc.ID, Owner: row.owner, PoisonedAt: r.Now, PoisonReason: d.PoisonReason, Class: pick.Class,
 			})
 			continue
 		}

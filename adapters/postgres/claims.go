@@ -126,6 +126,7 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 		if c.poisonedAt != nil {
 			batch.Poisoned = append(batch.Poisoned, ports.PoisonOutcome{
 				RunID:        *c.runID,
+				Owner:        ownerOf(c.tenantID),
 				PoisonedAt:   ports.Micros(*c.poisonedAt),
 				PoisonReason: textOf(c.poisonReason),
 				Class:        class,

@@ -316,6 +316,7 @@ func TestRepeatedlyLostClaimsPoisonTheRunUntilRetried(t *testing.T) {
 			require.Len(t, p, 1)
 			assert.Equal(t, r.ID, p[0].RunID)
 			assert.Equal(t, claim.ReasonMaxClaimAttempts, p[0].PoisonReason)
+			assert.Equal(t, ports.Tenantless(), p[0].Owner)
 		case <-time.After(awaitLimit):
 			t.Fatal("the run was not poisoned")
 		}
