@@ -604,6 +604,105 @@ func checkIDsNoTextCanHold(h *harness) {
 	h.expect(info.Claimed(), "the live claim survived calls naming other ids")
 }
 
+// checkIDsBeyondTheByteLimit stores a run whose tenant, run id and graph
+// id are each ports.MaxIDBytes bytes long, in every key the store builds
+// over them, and reads, lists and claims it back. Ids one byte longer name
+// no row: each call has the outcome of an absent row, never a storage
+// error; a cursor holding one is malformed, and a write naming one is
+// rejected as invalid input.
+func checkIDsBeyondTheByteLimit(h *harness) {
+	pad := func(id string) string { return id + strings.Repeat("x", ports.MaxIDBytes-len(id)) }
+	tenant := pad(h.id("tenant"))
+	owner := ports.Tenant(tenant)
+	h.must(owner.ValidateOwner(), "Tenant of %d bytes", len(tenant))
+	c, err := compileFixtureAs(pad(h.id("graph")), "conformance fixture, long ids")
+	h.must(err, "compiling the fixture graph with a %d-byte id", ports.MaxIDBytes)
+	_, err = h.b.SaveGraph(h.ctx, owner, ports.SaveGraphParams{Graph: c.Effective, Hash: c.Hash})
+	h.must(err, "SaveGraph of a %d-byte graph id under a %d-byte tenant", len(c.Effective.ID), len(tenant))
+	ref := ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash}
+	_, err = h.b.FetchGraph(h.ctx, owner, ref)
+	h.must(err, "FetchGraph of the long ids")
+	latest, err := h.b.FetchLatestGraphRef(h.ctx, owner, ref.GraphID)
+	h.must(err, "FetchLatestGraphRef of the long ids")
+	eq(h, latest.Ref, ref, "FetchLatestGraphRef")
+
+	runID := pad(h.id("run"))
+	start := func(runID string, c *graph.Compiled) error {
+		m, err := superstep.Start(c, superstep.StartParams{RunID: runID, Input: map[string]any{"topic": "long ids"}},
+			superstep.Env{Now: t0})
+		h.must(err, "superstep.Start(%d-byte run id)", len(runID))
+		_, err = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: t0})
+		return err
+	}
+	h.must(start(runID, c), "InsertRun of a %d-byte run id", len(runID))
+	_, err = h.b.FetchRun(h.ctx, owner, runID)
+	h.must(err, "FetchRun of the long run id")
+	page, err := h.b.ListRuns(h.ctx, owner, ports.ListRunsParams{Limit: 10, GraphID: ref.GraphID, GraphHash: ref.Hash})
+	h.must(err, "ListRuns filtered on the long graph id")
+	if eq(h, len(page.Runs), 1, "runs of the long graph id") {
+		eq(h, page.Runs[0].RunID, runID, "listed run")
+	}
+	page, err = h.b.ListRuns(h.ctx, owner, ports.ListRunsParams{Limit: 10,
+		Before: &ports.RunCursor{StartedAt: t0.Add(time.Second), RunID: runID}})
+	h.must(err, "ListRuns before a cursor holding the long run id")
+	eq(h, len(page.Runs), 1, "runs before the cursor")
+	lease := h.claimOne(t0, runID)
+	h.must(h.b.RefreshClaim(h.ctx, runID, lease.Token, t0), "RefreshClaim of the long run id")
+
+	// One byte more.
+	eq(h, ports.Tenant(tenant+"x").Validate() != nil, true, "Tenant of %d bytes is invalid", len(tenant)+1)
+	over := runID + "x"
+	_, err = h.b.FetchRun(h.ctx, ports.System(), over)
+	h.errIs(err, ports.ErrNotFound, "FetchRun(%d bytes)", len(over))
+	_, err = h.b.InspectRun(h.ctx, owner, over)
+	h.errIs(err, ports.ErrNotFound, "InspectRun(%d bytes)", len(over))
+	_, err = h.b.ListEvents(h.ctx, owner, over, ports.ListEventsParams{Limit: 1})
+	h.errIs(err, ports.ErrNotFound, "ListEvents(%d bytes)", len(over))
+	_, err = h.b.FetchLatestEvent(h.ctx, owner, over)
+	h.errIs(err, ports.ErrNotFound, "FetchLatestEvent(%d bytes)", len(over))
+	_, err = h.b.MutateRun(h.ctx, owner, over, func(r *run.Run) (*run.Moment, error) { return nil, nil })
+	h.errIs(err, ports.ErrNotFound, "MutateRun(%d bytes)", len(over))
+	_, err = h.b.RetryPoisonedRun(h.ctx, owner, over, t0)
+	h.errIs(err, ports.ErrNotFound, "RetryPoisonedRun(%d bytes)", len(over))
+	err = h.b.RefreshClaim(h.ctx, over, lease.Token, t0)
+	h.errIs(err, ports.ErrClaimLost, "RefreshClaim(%d bytes) with a live token", len(over))
+	h.must(h.b.ReleaseClaim(h.ctx, over, lease.Token, t0), "ReleaseClaim(%d bytes) with a live token", len(over))
+	res, err := h.b.AbandonClaim(h.ctx, over, lease.Token, claim.AbandonParams{
+		ExpectedSeq: 1, Now: t0, RetryAt: t0, MaxClaimAbandons: 1})
+	h.must(err, "AbandonClaim(%d bytes) with a live token", len(over))
+	eq(h, res, ports.AbandonStale, "AbandonClaim(%d bytes)", len(over))
+
+	for _, r := range []ports.GraphRef{{GraphID: ref.GraphID + "x", Hash: ref.Hash}, {GraphID: ref.GraphID, Hash: pad(ref.Hash) + "x"}} {
+		_, err = h.b.FetchGraph(h.ctx, owner, r)
+		h.errIs(err, ports.ErrNotFound, "FetchGraph(%d-byte id, %d-byte hash)", len(r.GraphID), len(r.Hash))
+		page, err := h.b.ListRuns(h.ctx, ports.System(), ports.ListRunsParams{Limit: 1, GraphID: r.GraphID, GraphHash: r.Hash})
+		h.must(err, "ListRuns(%d-byte graph id, %d-byte hash)", len(r.GraphID), len(r.Hash))
+		eq(h, len(page.Runs), 0, "ListRuns(%d-byte graph id, %d-byte hash) runs", len(r.GraphID), len(r.Hash))
+	}
+	_, err = h.b.FetchLatestGraphRef(h.ctx, owner, ref.GraphID+"x")
+	h.errIs(err, ports.ErrNotFound, "FetchLatestGraphRef(%d bytes)", len(ref.GraphID)+1)
+	versions, err := h.b.ListGraphVersions(h.ctx, owner, ref.GraphID+"x", ports.ListGraphVersionsParams{Limit: 1})
+	h.must(err, "ListGraphVersions(%d bytes)", len(ref.GraphID)+1)
+	eq(h, len(versions.Versions), 0, "ListGraphVersions(%d bytes) versions", len(ref.GraphID)+1)
+	_, err = h.b.ListRuns(h.ctx, owner, ports.ListRunsParams{Limit: 1,
+		Before: &ports.RunCursor{StartedAt: t0, RunID: over}})
+	h.errIs(err, ports.ErrInvalidArgument, "ListRuns before a %d-byte run id", len(over))
+	_, err = h.b.ListGraphVersions(h.ctx, owner, ref.GraphID, ports.ListGraphVersionsParams{Limit: 1,
+		Before: &ports.GraphCursor{PublishedAt: t0, Hash: pad(ref.Hash) + "x"}})
+	h.errIs(err, ports.ErrInvalidArgument, "ListGraphVersions before a %d-byte hash", ports.MaxIDBytes+1)
+
+	// Writes naming such an id are invalid input.
+	long, err := compileFixtureAs(ref.GraphID+"x", "conformance fixture, too long an id")
+	h.must(err, "compiling the fixture graph with a %d-byte id", len(ref.GraphID)+1)
+	_, err = h.b.SaveGraph(h.ctx, owner, ports.SaveGraphParams{Graph: long.Effective, Hash: long.Hash})
+	h.errIs(err, ports.ErrInvalidGraph, "SaveGraph(%d-byte graph id)", len(long.Effective.ID))
+	h.errIs(start(over, c), ports.ErrInvalidCommit, "InsertRun(%d-byte run id)", len(over))
+	h.errIs(start(h.id("run"), long), ports.ErrInvalidCommit, "InsertRun bound to a %d-byte graph id", len(long.Effective.ID))
+
+	info := h.inspect(runID)
+	h.expect(info.Claimed(), "the live claim survived calls naming longer ids")
+}
+
 // checkSubMicrosecondCursors pages with cursors whose time falls inside a
 // microsecond: every row stamped in that microsecond is strictly before
 // the cursor, whatever its id, so it is on the page.

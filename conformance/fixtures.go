@@ -31,7 +31,12 @@ type anyImplementation struct{}
 func (anyImplementation) ConfigSchema(string) (*schema.Schema, bool) { return nil, true }
 
 func compileFixture(description string) (*graph.Compiled, error) {
-	g, err := graph.New(fixtureGraphID).
+	return compileFixtureAs(fixtureGraphID, description)
+}
+
+// compileFixtureAs compiles the fixture graph under another graph id.
+func compileFixtureAs(graphID, description string) (*graph.Compiled, error) {
+	g, err := graph.New(graphID).
 		Description(description).
 		Input("topic", schema.String()).
 		State(fixtureField, schema.String()).

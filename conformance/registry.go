@@ -408,6 +408,9 @@ var registry = []Invariant{
 	{ID: "OPS-008", Area: AreaOps, Behaviour: "sub_microsecond_cursors_stay_exclusive", Spec: nil,
 		Summary: "a ListRuns or ListGraphVersions cursor inside a microsecond lists every row stamped in that microsecond, whatever its id",
 		Source:  "ports.RunCursor, ports.GraphCursor: exclusive keys", check: checkSubMicrosecondCursors},
+	{ID: "OPS-009", Area: AreaOps, Behaviour: "ids_beyond_the_byte_limit_name_nothing", Spec: nil,
+		Summary: "tenant, run, graph and hash ids of ports.MaxIDBytes bytes are stored, claimed and read back together; one byte more names no row: reads are ErrNotFound or empty, claim calls lost or stale, a cursor ErrInvalidArgument, a tenant an invalid scope, a graph ErrInvalidGraph, a run ErrInvalidCommit",
+		Source:  "ports.MaxIDBytes, ports.TextID", check: checkIDsBeyondTheByteLimit},
 
 	// SCHEMA: PostgreSQL schema guards.
 	{ID: "SCHEMA-001", Area: AreaSchema, Behaviour: "queue_shape_is_enforced_by_storage", Spec: []int{56},

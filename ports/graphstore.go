@@ -134,8 +134,10 @@ func EncodeGraph(p SaveGraphParams) ([]byte, error) {
 		return nil, fmt.Errorf("%w: empty graph id", ErrInvalidGraph)
 	}
 	if !TextID(p.Graph.ID) {
-		// No store could key the version by it (PostgreSQL text cannot).
-		return nil, fmt.Errorf("%w: graph id %q is not a text id", ErrInvalidGraph, p.Graph.ID)
+		// No store could key the version by it (PostgreSQL text cannot,
+		// nor its indexes beyond MaxIDBytes). The id is not quoted: it
+		// may be any length.
+		return nil, fmt.Errorf("%w: the graph id is not UTF-8 text without NUL of at most %d bytes", ErrInvalidGraph, MaxIDBytes)
 	}
 	wire, err := p.Graph.ToMap()
 	if err != nil {

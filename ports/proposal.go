@@ -37,8 +37,9 @@ func KnownStatus(s run.Status) bool {
 func KnownEventType(t run.EventType) bool { return slices.Contains(knownEventTypes, t) }
 
 // ValidateMoment checks a proposal without storage access: a run with its
-// identity, a durable status, CheckpointSeq >= 1, a known checkpoint type,
-// a durable run shape (run.Validate) and valid events. Failures are
+// identity (a run id and graph binding that are TextID), a durable
+// status, CheckpointSeq >= 1, a known checkpoint type, a durable run
+// shape (run.Validate) and valid events. Failures are
 // *InvalidCommitError, or *EventConflictError for two different events at
 // one seq. It does not check the schedule (see ScheduleOf).
 func ValidateMoment(m *run.Moment) error {
@@ -52,8 +53,13 @@ func ValidateMoment(m *run.Moment) error {
 	switch {
 	case r.ID == "":
 		return fail("run id is empty")
+	case !TextID(r.ID):
+		// Not quoted: the id may be any length.
+		return &InvalidCommitError{Reason: fmt.Sprintf("the run id is not UTF-8 text without NUL of at most %d bytes", MaxIDBytes)}
 	case r.GraphID == "" || r.GraphHash == "":
 		return fail("graph binding is empty")
+	case !TextID(r.GraphID) || !TextID(r.GraphHash):
+		return fail("graph binding is not UTF-8 text without NUL of at most %d bytes", MaxIDBytes)
 	case !KnownStatus(r.Status):
 		return fail("status %q is not durable", r.Status)
 	case r.CheckpointSeq < 1:

@@ -120,8 +120,20 @@ func (s Scope) String() string {
 	}
 }
 
+// MaxIDBytes is the longest identifier, in bytes, that can name a row:
+// a run id, tenant id, graph id or graph hash. PostgreSQL refuses a btree
+// index entry above about 2700 bytes, and its widest key holds three of
+// these ids (tenant, graph id and hash); at 512 bytes each such a key
+// stays near 1.6 KB, while ids people choose (UUIDs, ULIDs, e-mail
+// addresses, DNS names, URL slugs) stay well below the limit. Every store
+// applies the same limit, so a run or graph that one accepts fits every
+// other.
+const MaxIDBytes = 512
+
 // TextID reports whether id can name a row: UTF-8 text without NUL, as
-// PostgreSQL text holds it. Any other id names no row.
+// PostgreSQL text holds it, of at most MaxIDBytes bytes. Any other id
+// names no row: reads find nothing, and writes reject it as invalid
+// input.
 func TextID(id string) bool {
-	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+	return len(id) <= MaxIDBytes && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }

@@ -1,6 +1,7 @@
 package ports_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/docketgo/docket/ports"
@@ -40,6 +41,11 @@ func TestScopeValidation(t *testing.T) {
 	assert.ErrorIs(t, ports.Tenant("acme\xff").Validate(), ports.ErrInvalidScope, "nor is one a store cannot hold")
 	assert.ErrorIs(t, ports.Tenant("ac\x00me").Validate(), ports.ErrInvalidScope)
 	assert.True(t, ports.TextID("tenant-é"))
+	atLimit := strings.Repeat("é", ports.MaxIDBytes/2) // the limit counts bytes
+	assert.True(t, ports.TextID(atLimit))
+	assert.NoError(t, ports.Tenant(atLimit).ValidateOwner())
+	assert.False(t, ports.TextID(atLimit+"a"), "one byte past the limit")
+	assert.ErrorIs(t, ports.Tenant(atLimit+"a").Validate(), ports.ErrInvalidScope, "nor a tenant id past the limit")
 	assert.NoError(t, ports.System().Validate())
 	assert.ErrorIs(t, ports.System().ValidateOwner(), ports.ErrInvalidScope, "system owns nothing")
 	assert.NoError(t, ports.Tenantless().ValidateOwner())

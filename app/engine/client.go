@@ -114,7 +114,8 @@ type startOptions struct {
 }
 
 // WithRunID fixes the new run's id (default: generated). A run id that
-// already exists anywhere is ErrConflict. Ids of the form
+// already exists anywhere is ErrConflict; one that is not UTF-8 text
+// without NUL of at most ports.MaxIDBytes bytes is ErrInvalidOptions. Ids of the form
 // WithIdempotencyKey derives ("run_" and 32 lowercase hex digits) are
 // reserved for keyed starts and are ErrInvalidOptions here, so no caller
 // can take the id of a key, in its scope or another, before the key is
@@ -164,7 +165,7 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	case o.runID != "" && o.idempotencyKey != "":
 		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
 	case !ports.TextID(o.runID):
-		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL of at most %d bytes", ErrInvalidOptions, ports.MaxIDBytes)
 	case derivedRunID(o.runID):
 		return nil, fmt.Errorf("%w: WithRunID: %q has the form of an idempotency key's run id (run_ and %d lowercase hex digits), reserved for WithIdempotencyKey",
 			ErrInvalidOptions, o.runID, derivedHexDigits)

@@ -572,6 +572,86 @@ func TestRunIDsThatAreNotTextAreTypedErrors(t *testing.T) {
 	})
 }
 
+// Run and graph ids of ports.MaxIDBytes bytes work end to end; longer
+// ones name no run and cannot be written, alike on every backend: typed
+// errors, never a raw database one.
+func TestIDsLongerThanTheLimitAreTypedErrors(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit())
+		g := build(t, minimalLinear())
+		g.ID = strings.Repeat("g", ports.MaxIDBytes)
+		ref, err := e.SaveGraph(ctx, g)
+		require.NoError(t, err)
+		atLimit := strings.Repeat("r", ports.MaxIDBytes)
+		r, err := e.StartRun(ctx, ref, map[string]any{"value": "v"}, engine.WithRunID(atLimit))
+		require.NoError(t, err)
+		require.Equal(t, atLimit, r.ID)
+		_, err = e.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		done, err := e.FetchRun(ctx, atLimit)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusDone, done.Status)
+
+		for _, id := range []string{atLimit + "r", strings.Repeat("r", 6000)} {
+			_, err = e.StartRun(ctx, ref, map[string]any{"value": "v"}, engine.WithRunID(id))
+			assert.ErrorIs(t, err, engine.ErrInvalidOptions, "%d bytes", len(id))
+			_, err = e.FetchRun(ctx, id)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%d bytes", len(id))
+			_, err = e.AwaitRun(ctx, id, 0)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%d bytes", len(id))
+			_, err = e.CancelRun(ctx, id)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%d bytes", len(id))
+			_, err = e.ListEvents(ctx, id, ports.ListEventsParams{})
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%d bytes", len(id))
+			_, err = e.ListRuns(ctx, ports.ListRunsParams{Before: &ports.RunCursor{StartedAt: time.Now(), RunID: id}})
+			assert.ErrorIs(t, err, ports.ErrInvalidArgument, "%d bytes", len(id))
+
+			long := build(t, minimalLinear())
+			long.ID = strings.Repeat("g", len(id))
+			_, err = e.SaveGraph(ctx, long)
+			assert.ErrorIs(t, err, ports.ErrInvalidGraph, "%d bytes", len(id))
+			_, err = e.LatestGraphRef(ctx, long.ID)
+			assert.ErrorIs(t, err, engine.ErrNotFound, "%d bytes", len(id))
+			page, err := e.ListRuns(ctx, ports.ListRunsParams{GraphID: long.ID})
+			if assert.NoError(t, err, "%d bytes", len(id)) {
+				assert.Empty(t, page.Runs, "%d bytes", len(id))
+			}
+		}
+	})
+}
+
+// A tenant id of ports.MaxIDBytes bytes owns graphs and runs on every
+// backend; a longer one is ErrInvalidTenant, never a raw database error.
+func TestTenantIDsLongerThanTheLimitAreInvalidTenants(t *testing.T) {
+	t.Parallel()
+	onTenantFairBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit(), func(c *engine.Config) { c.TenantMode = engine.TenantRequired })
+		tenant := e.Tenant(strings.Repeat("t", ports.MaxIDBytes))
+		ref, err := tenant.SaveGraph(ctx, build(t, minimalLinear()))
+		require.NoError(t, err)
+		r, err := tenant.StartRun(ctx, ref, map[string]any{"value": "v"})
+		require.NoError(t, err)
+		_, err = e.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		done, err := tenant.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusDone, done.Status)
+
+		for _, n := range []int{ports.MaxIDBytes + 1, 6000} {
+			over := e.Tenant(strings.Repeat("t", n))
+			_, err := over.SaveGraph(ctx, build(t, minimalLinear()))
+			assert.ErrorIs(t, err, engine.ErrInvalidTenant, "%d bytes", n)
+			_, err = over.StartRun(ctx, ref, map[string]any{"value": "v"})
+			assert.ErrorIs(t, err, engine.ErrInvalidTenant, "%d bytes", n)
+			_, err = over.FetchRun(ctx, r.ID)
+			assert.ErrorIs(t, err, engine.ErrInvalidTenant, "%d bytes", n)
+		}
+	})
+}
+
 // Graph ids, hashes and cursors a store cannot hold name no row: a read
 // that filters on one finds nothing, alike on every backend, and a cursor
 // no page can have printed is invalid input, never a raw database error.

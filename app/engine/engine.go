@@ -159,7 +159,9 @@ func registryGeneration(cfg Config) func() string {
 }
 
 // Tenant returns the client of one tenant. In TenantNone mode, or with an
-// empty id, every call through it fails with ErrInvalidTenant.
+// id that is empty or not UTF-8 text without NUL of at most
+// ports.MaxIDBytes bytes, every call through it fails with
+// ErrInvalidTenant.
 func (e *Engine) Tenant(id string) *Client {
 	switch {
 	case e.cfg.TenantMode != TenantRequired:
@@ -167,7 +169,7 @@ func (e *Engine) Tenant(id string) *Client {
 	case id == "":
 		return &Client{e: e, err: errors.New("the tenant id is empty")}
 	case !ports.TextID(id):
-		return &Client{e: e, err: errors.New("the tenant id is not UTF-8 text without NUL")}
+		return &Client{e: e, err: fmt.Errorf("the tenant id is not UTF-8 text without NUL of at most %d bytes", ports.MaxIDBytes)}
 	}
 	return &Client{e: e, scope: ports.Tenant(id)}
 }

@@ -311,6 +311,23 @@ func TestPublishShowAndRenderStoredGraphs(t *testing.T) {
 	c.fails(ExitUsage, "graph", "publish", graphFile(t, `{"schema_version":1,"id":"g","edges":{"x":{"from":"$start","to":"nowhere"}}}`))
 }
 
+// Ids longer than the stores hold are input mistakes (exit 2), never
+// database failures.
+func TestIDsBeyondTheLimitExitTwo(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	g, err := demo.Graph()
+	require.NoError(t, err)
+	g.ID = strings.Repeat("g", 6000)
+	b, err := json.Marshal(g)
+	require.NoError(t, err)
+	c.fails(ExitUsage, "graph", "publish", graphFile(t, string(b)))
+
+	c.ok("graph", "publish", "--example")
+	c.fails(ExitUsage, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`,
+		"--run-id", strings.Repeat("r", 6000))
+}
+
 // The whole life of a run through the CLI, driven by an in-process worker.
 func TestRunLifecycleWithAWorker(t *testing.T) {
 	t.Parallel()

@@ -83,7 +83,7 @@ func classify(err error) (int, string) {
 		errors.Is(err, superstep.ErrAlreadyResolved), errors.Is(err, superstep.ErrInvalidRun),
 		errors.Is(err, ports.ErrConflict), errors.Is(err, engine.ErrIdempotencyKeyReused):
 		return ExitConflict, "conflict"
-	case errors.Is(err, graph.ErrInvalidDocument), errors.Is(err, graph.ErrInvalidGraph),
+	case errors.Is(err, graph.ErrInvalidDocument), errors.Is(err, graph.ErrInvalidGraph), errors.Is(err, ports.ErrInvalidGraph),
 		errors.Is(err, superstep.ErrInvalidInput), errors.Is(err, superstep.ErrGuardEvaluationFailed),
 		errors.Is(err, engine.ErrInvalidOptions), errors.Is(err, engine.ErrInvalidTenant),
 		errors.Is(err, engine.ErrInvalidConfig), errors.Is(err, migrations.ErrInvalidSchema),
