@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -161,27 +162,42 @@ func TestPruneStoppedByAnotherPrunerReportsWhatItDeleted(t *testing.T) {
 
 	// Once the command's first pass has deleted an event, another pruner
 	// takes the lock and keeps it until the command has ended.
-	locked := make(chan struct{})
+	holder := db.Connect(t)
+	locked := make(chan error, 1)
 	release := make(chan struct{})
+	held := make(chan struct{}) // closed when the holder's transaction is over
 	go func() {
-		defer close(locked)
-		require.Eventually(t, func() bool {
+		defer close(held)
+		for {
 			var left int
 			err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&left)
-			return err == nil && left < events
-		}, time.Minute, time.Millisecond)
-		tx, err := db.Connect(t).Begin(ctx)
-		require.NoError(t, err)
-		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "docket:pruner:"+schema)
-		require.NoError(t, err)
-		locked <- struct{}{}
+			if err != nil || left < events {
+				if err != nil {
+					locked <- err
+					return
+				}
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		tx, err := holder.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "docket:pruner:"+schema)
+			defer func() { _ = tx.Rollback(ctx) }()
+		}
+		locked <- err
 		<-release
-		_ = tx.Rollback(ctx)
 	}()
 	res := c.run("prune", "--event-retention", "0s", "--run-retention", "90d", "--batch-size", "1", "--json")
-	_, tookTheLock := <-locked
+	var lockErr error
+	select {
+	case lockErr = <-locked:
+	default:
+		lockErr = errors.New("the command ended before the other pruner took the lock")
+	}
 	close(release)
-	require.True(t, tookTheLock, "the command ended before the other pruner took the lock")
+	<-held
+	require.NoError(t, lockErr)
 
 	assert.Equal(t, ExitFailure, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "another prune pass holds the lock")
