@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +20,11 @@ import (
 	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/migrations"
 	"github.com/docketgo/docket/pgtest"
+	"github.com/docketgo/docket/ports"
 )
 
 func TestUsageMistakesExitTwoWithOneLine(t *testing.T) {
@@ -110,6 +113,25 @@ func TestGraphValidate(t *testing.T) {
 		assert.Contains(t, res.stderr, "graph.json")
 		res = c.fails(ExitUsage, "graph", "validate", graphFile(t, `{"schema_version":1,"id":"g","nodes":{"a":{"bogus":1}}}`))
 		assert.Contains(t, res.stderr, "invalid_document")
+	})
+
+	t.Run("a graph id no store can hold is invalid", func(t *testing.T) {
+		id := strings.Repeat("g", ports.MaxIDBytes+1)
+		file := graphFile(t, `{"schema_version":1,"id":"`+id+`","nodes":{"a":{"implementation":{"type":"module","implementation":"mine.node"}}},
+			"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)
+		res := c.run("graph", "validate", file, "--any-nodes", "--json")
+		require.Equal(t, ExitFailure, res.code, res.stderr)
+		var out []validationJSON
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+		require.Len(t, out, 1)
+		assert.False(t, out[0].Valid)
+		require.Len(t, out[0].Diagnostics, 1)
+		assert.Equal(t, graph.CodeInvalidPublicID, out[0].Diagnostics[0].Code)
+		assert.Equal(t, "/id", out[0].Diagnostics[0].Path)
+
+		atLimit, err := os.ReadFile(file)
+		require.NoError(t, err)
+		c.ok("graph", "validate", graphFile(t, strings.Replace(string(atLimit), id, id[1:], 1)), "--any-nodes")
 	})
 
 	t.Run("every problem of a malformed file is listed", func(t *testing.T) {

@@ -172,7 +172,13 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 			continue
 		}
 		res := validationJSON{File: file, GraphID: g.ID, Valid: true, Diagnostics: []diagnosticJSON{}}
-		for _, d := range graph.Verify(g, impls, graph.Options{Profile: graph.ProfilePublish}) {
+		diagnostics := graph.Verify(g, impls, graph.Options{Profile: graph.ProfilePublish})
+		if len(g.ID) > ports.MaxIDBytes {
+			// Valid for the compiler, but no store could hold it: publishing would fail.
+			diagnostics = append(diagnostics, graph.Diagnostic{Severity: graph.SeverityError, Code: graph.CodeInvalidPublicID, Path: []any{"id"},
+				Message: fmt.Sprintf("the graph id is %d bytes long; a store holds ids of at most %d bytes", len(g.ID), ports.MaxIDBytes)})
+		}
+		for _, d := range diagnostics {
 			if d.Severity == graph.SeverityError {
 				res.Valid = false
 			}
