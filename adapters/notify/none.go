@@ -7,10 +7,13 @@ import (
 )
 
 // None is the notifier of poll-only mode: Listen succeeds and never
-// delivers a Wake, so the dispatcher's poll interval alone bounds latency.
+// delivers a Wake, so the dispatcher's poll interval alone bounds the
+// latency of other instances' writes. It reports itself never connected,
+// so a dispatcher behind it counts as not listening and polls at once
+// after its own engine's writes, as it does with no notifier at all.
 type None struct{}
 
-var _ ports.Notifier = None{}
+var _ ports.ConnectedNotifier = None{}
 
 // Listen returns a channel that never delivers and is closed when ctx is
 // done.
@@ -22,3 +25,6 @@ func (None) Listen(ctx context.Context) (<-chan ports.Wake, error) {
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch, nil
 }
+
+// Connected reports false: no announcement ever reaches a subscription.
+func (None) Connected() bool { return false }

@@ -284,6 +284,7 @@ func TestNoneNeverDeliversAndClosesOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wakes, err := notify.None{}.Listen(ctx)
 	require.NoError(t, err)
+	assert.False(t, notify.None{}.Connected(), "a dispatcher behind it does not count as listening")
 	expectSilence(t, wakes, "poll-only mode")
 	cancel()
 	_, ok := <-wakes

@@ -169,6 +169,35 @@ func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
 	assert.Equal(t, run.StatusDone, done.Status)
 }
 
+// notify.None is the explicit poll-only notifier: an engine whose store
+// carries it hears no announcement, so its own start makes its dispatcher
+// poll at once, as it does with no notifier at all, instead of waiting for
+// the poll interval.
+func TestARunStartedWithTheNoneNotifierIsClaimedAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newPGSchema(t)
+	pool, err := pgxpool.NewWithConfig(ctx, s.config.Copy())
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: s.schema, Notifier: notify.None{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	h := &harness{clock: newManualClock(), store: store}
+	ecfg := h.config(newKit())
+	ecfg.Clock = nil // the store's clock: the database's
+	ecfg.Dispatcher.PollInterval = time.Hour
+	e := startEngine(t, ecfg)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+
+	r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
+	require.NoError(t, err)
+	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
+	require.NoError(t, err, "the run waited for the next poll")
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
 // A run row whose document disagrees with its columns is reported as
 // corrupt before any of its nodes run, and only it is affected: the other
 // runs of the same polls finish, and the corrupt one is discarded (told as
