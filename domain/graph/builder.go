@@ -448,7 +448,11 @@ func Passthrough(implementation map[string]any) RecordOption {
 
 // When guards an edge: it triggers only when g holds.
 func When(g *Guard) RecordOption {
-	snapshot, err := buildGuard(g)
+	var snapshot *Guard
+	err := errRecursiveGuard
+	if !g.containsItself() { // a copy of a recursive guard would never end
+		snapshot, err = buildGuard(g)
+	}
 	return func(r *buildRecord) {
 		if r.edge == nil {
 			r.misuse("When", "edges")
@@ -512,6 +516,9 @@ func OutputSchema(s *schema.Schema) RecordOption {
 
 // errRecursiveSchema reports a schema that contains itself.
 var errRecursiveSchema = errors.New("contains itself; a recursive schema has no wire form")
+
+// errRecursiveGuard reports a guard that contains itself.
+var errRecursiveGuard = errors.New("contains itself; a recursive guard has no wire form")
 
 func buildPut(m map[string]any, key string, v any) map[string]any {
 	if m == nil {

@@ -167,3 +167,37 @@ func TestBuildReportsSchemasThatContainThemselves(t *testing.T) {
 	assert.ErrorContains(t, err, `input "root" schema: contains itself`)
 	assert.ErrorContains(t, err, `output "o" schema: contains itself`)
 }
+
+// A guard that contains itself (as easy to build in Go as such a schema)
+// is reported by Build, Compile and ToMap, not walked until the stack
+// overflows and the process dies.
+func TestGuardsThatContainThemselvesAreReported(t *testing.T) {
+	t.Parallel()
+	loop := &graph.Guard{Op: graph.OpNot}
+	loop.Args = []any{graph.All(graph.Changed("s"), loop)}
+	_, err := graph.New("g").
+		State("s", schema.String()).
+		Node("n", "app.n").
+		Edge("e", graph.Start, "n", graph.When(loop)).
+		Build()
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorContains(t, err, `edge "e" guard: contains itself`)
+
+	g, err := graph.New("g").State("s", schema.String()).Node("n", "app.n").Edge("e", graph.Start, "n").Build()
+	require.NoError(t, err)
+	g.Edges["e"].Guard = loop
+	_, err = g.ToMap()
+	var docErr *graph.DocumentError
+	require.ErrorAs(t, err, &docErr)
+	assert.Equal(t, "edges.e.guard", docErr.Path)
+
+	diags := graph.Verify(g, nil, graph.Options{})
+	require.Len(t, diags, 1)
+	assert.Equal(t, graph.CodeNonDurableGraphValue, diags[0].Code)
+	assert.Equal(t, "/edges/e/guard", graph.FormatPath(diags[0].Path))
+
+	// A guard used twice side by side is shared, not recursive.
+	twice := graph.Changed("s")
+	_, err = graph.New("g").Edge("e", graph.Start, "n", graph.When(graph.All(twice, graph.Not(twice)))).Build()
+	assert.NoError(t, err)
+}

@@ -387,6 +387,9 @@ func wireWriteEdge(e *Edge, path string) (map[string]any, error) {
 	wirePutString(out, "description", e.Description)
 	wirePutString(out, "source_handle", e.SourceHandle)
 	wirePutString(out, "target_handle", e.TargetHandle)
+	if e.Guard.containsItself() {
+		return nil, wireInvalid(path+".guard", "the guard contains itself; a recursive guard has no wire form")
+	}
 	if e.Guard != nil {
 		guard, err := wireWriteGuard(e.Guard, path+".guard")
 		if err != nil {

@@ -197,6 +197,9 @@ func canonicalEdge(id string, e *Edge) (*Edge, *canonicalError) {
 	if c.ID == "" {
 		c.ID = id
 	}
+	if e.Guard.containsItself() {
+		return nil, &canonicalError{path: pathOf("edges", id, "guard"), err: errors.New("the guard contains itself (a recursive guard cannot be stored)")}
+	}
 	var err *canonicalError
 	if c.Guard, err = canonicalGuard(e.Guard, pathOf("edges", id, "guard")); err != nil {
 		return nil, err

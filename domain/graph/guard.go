@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/docketgo/docket/domain/value"
@@ -28,6 +29,26 @@ type GuardError struct {
 
 func (e *GuardError) Error() string {
 	return "guard evaluation failed: " + strings.Join(e.Reasons, "; ")
+}
+
+// containsItself reports whether g is its own descendant. A guard built in
+// Go can be; it has no wire form, and a walk over it would never end.
+func (g *Guard) containsItself() bool { return g.within(nil) }
+
+func (g *Guard) within(ancestors []*Guard) bool {
+	if g == nil {
+		return false
+	}
+	if slices.Contains(ancestors, g) {
+		return true
+	}
+	ancestors = append(ancestors, g)
+	for _, arg := range g.Args {
+		if nested, ok := arg.(*Guard); ok && nested.within(ancestors) {
+			return true
+		}
+	}
+	return false
 }
 
 // Eval evaluates the guard against v (spec §2.7). A nil guard passes.
