@@ -66,7 +66,7 @@ func (b *Builder) Description(description string) *Builder {
 
 // Metadata sets one graph metadata key (metadata is part of the hash).
 func (b *Builder) Metadata(key string, v any) *Builder {
-	n, err := value.Normalize(v)
+	n, err := buildKeyValue(key, v)
 	return b.step(func(s *buildState) {
 		if err != nil {
 			s.fail(fmt.Sprintf("graph metadata %q", key), err)
@@ -78,7 +78,7 @@ func (b *Builder) Metadata(key string, v any) *Builder {
 
 // Policy sets one graph policy key. Only "max_supersteps" is interpreted.
 func (b *Builder) Policy(key string, v any) *Builder {
-	n, err := value.Normalize(v)
+	n, err := buildKeyValue(key, v)
 	return b.step(func(s *buildState) {
 		if err != nil {
 			s.fail(fmt.Sprintf("graph policy %q", key), err)
@@ -256,6 +256,16 @@ func (r *buildRecord) misuse(option, appliesTo string) {
 // created; the option reports the normalization error when applied.
 func buildValue(v any) (any, error) { return value.Normalize(v) }
 
+// buildKeyValue is buildValue for a value the caller puts under a key of
+// its own naming; the key must be one the wire form can carry (UTF-8, not
+// starting with "$").
+func buildKeyValue(key string, v any) (any, error) {
+	if err := value.Check(map[string]any{key: nil}); err != nil {
+		return nil, err
+	}
+	return buildValue(v)
+}
+
 // Label sets the display label of any record.
 func Label(label string) RecordOption {
 	return func(r *buildRecord) {
@@ -290,7 +300,7 @@ func Description(description string) RecordOption {
 
 // Metadata sets one metadata key of any record.
 func Metadata(key string, v any) RecordOption {
-	n, err := buildValue(v)
+	n, err := buildKeyValue(key, v)
 	return func(r *buildRecord) {
 		if err != nil {
 			r.st.fail(fmt.Sprintf("%s metadata %q", r.what, key), err)
@@ -395,7 +405,7 @@ func Retry(maxAttempts, backoffMS int) RecordOption {
 }
 
 func buildNodePolicy(option, key string, v any) RecordOption {
-	n, err := buildValue(v)
+	n, err := buildKeyValue(key, v)
 	return func(r *buildRecord) {
 		if r.node == nil {
 			r.misuse(option, "nodes")
@@ -413,9 +423,14 @@ func buildNodePolicy(option, key string, v any) RecordOption {
 // edges that form one decision.
 func Branch(group string, edgeIDs ...string) RecordOption {
 	ids := append([]string(nil), edgeIDs...)
+	_, err := buildKeyValue(group, nil)
 	return func(r *buildRecord) {
 		if r.node == nil {
 			r.misuse("Branch", "nodes")
+			return
+		}
+		if err != nil {
+			r.st.fail(fmt.Sprintf("%s branch %q", r.what, group), err)
 			return
 		}
 		if r.node.Branches == nil {

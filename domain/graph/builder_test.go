@@ -201,3 +201,33 @@ func TestGuardsThatContainThemselvesAreReported(t *testing.T) {
 	_, err = graph.New("g").Edge("e", graph.Start, "n", graph.When(graph.All(twice, graph.Not(twice)))).Build()
 	assert.NoError(t, err)
 }
+
+// Keys the caller names are part of the wire document too: a reserved or
+// non-UTF-8 key is a Build error, never a built document ToMap refuses.
+func TestBuildReportsKeysTheWireFormRefuses(t *testing.T) {
+	t.Parallel()
+	_, err := graph.New("g").
+		Metadata("$owner", "a").
+		Policy("$budget", 1).
+		Metadata("\xff", 1).
+		State("s", schema.String(), graph.Metadata("$m", 1)).
+		Node("n", "app.n", graph.Policy("$q", 1), graph.Branch("$b", "e")).
+		Build()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorIs(t, err, value.ErrNotPortable)
+
+	var joined interface{ Unwrap() []error }
+	require.True(t, errors.As(err, &joined))
+	assert.Len(t, joined.Unwrap(), 6)
+	for _, want := range []string{
+		`graph metadata "$owner": non-portable value at $owner`,
+		`graph policy "$budget": non-portable value at $budget`,
+		`graph metadata "\xff": non-portable value`,
+		`state field "s" metadata "$m": non-portable value at $m`,
+		`node "n" policy "$q": non-portable value at $q`,
+		`node "n" branch "$b": non-portable value at $b`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+}
