@@ -323,8 +323,8 @@ func Metadata(key string, v any) RecordOption {
 // Required marks an input as required.
 func Required() RecordOption {
 	return func(r *buildRecord) {
-		if r.field == nil {
-			r.misuse("Required", "inputs and state fields")
+		if r.field == nil || r.field.Kind != KindInput {
+			r.misuse("Required", "inputs")
 			return
 		}
 		r.field.Required = true
@@ -357,8 +357,8 @@ func Reducer(t reducer.Type, opts map[string]any) RecordOption {
 		n, err = buildValue(opts)
 	}
 	return func(r *buildRecord) {
-		if r.field == nil {
-			r.misuse("Reducer", "inputs and state fields")
+		if r.field == nil || r.field.Kind != KindState {
+			r.misuse("Reducer", "state fields")
 			return
 		}
 		if err != nil {

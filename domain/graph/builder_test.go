@@ -127,7 +127,7 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		`input "topic": option Timeout applies to nodes only`,
 		`input "topic": declared more than once`,
 		`node "n" config: non-portable value at $secret`,
-		`node "n": option Required applies to inputs and state fields only`,
+		`node "n": option Required applies to inputs only`,
 		`edge "e" guard: argument 1 of "equals"`,
 		`output "o": option When applies to edges only`,
 	} {
@@ -230,4 +230,18 @@ func TestBuildReportsKeysTheWireFormRefuses(t *testing.T) {
 	} {
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+// required applies to inputs and a reducer to state fields: elsewhere the
+// runtime ignores them, so the builder reports them as misplaced options
+// instead of building a document that promises what no run enforces.
+func TestBuildReportsRequiredOnStateAndReducerOnInput(t *testing.T) {
+	t.Parallel()
+	_, err := graph.New("g").
+		State("draft", schema.String(), graph.Required()).
+		Input("tags", schema.List(schema.String()), graph.Reducer(reducer.Append, nil)).
+		Build()
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorContains(t, err, `state field "draft": option Required applies to inputs only`)
+	assert.ErrorContains(t, err, `input "tags": option Reducer applies to state fields only`)
 }
