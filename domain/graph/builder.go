@@ -457,6 +457,10 @@ func Passthrough(implementation map[string]any) RecordOption {
 		if raw == nil {
 			raw = map[string]any{}
 		}
+		if t, _ := raw["type"].(string); t == ImplementationModule {
+			r.st.fail(r.what+" implementation", fmt.Errorf("a passthrough implementation cannot use \"type\": %q; pass the registry reference to Node instead", ImplementationModule))
+			return
+		}
 		r.node.Implementation = Implementation{Raw: raw}
 	}
 }

@@ -245,3 +245,15 @@ func TestBuildReportsRequiredOnStateAndReducerOnInput(t *testing.T) {
 	assert.ErrorContains(t, err, `state field "draft": option Required applies to inputs only`)
 	assert.ErrorContains(t, err, `input "tags": option Reducer applies to state fields only`)
 }
+
+// A passthrough map tagged "type": "module" has no wire form (the tag is
+// reserved for registry references): Build reports it rather than build a
+// document that json.Marshal refuses.
+func TestBuildReportsAPassthroughTaggedModule(t *testing.T) {
+	t.Parallel()
+	_, err := graph.New("g").
+		Node("n", "", graph.Passthrough(map[string]any{"type": "module", "implementation": "app.n"})).
+		Build()
+	assert.ErrorIs(t, err, graph.ErrBuild)
+	assert.ErrorContains(t, err, `node "n" implementation: a passthrough implementation cannot use "type": "module"`)
+}
