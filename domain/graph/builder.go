@@ -24,10 +24,10 @@ var ErrBuild = errors.New("graph builder")
 //		Output("final_draft", "draft").
 //		Build()
 //
-// Values (config, policies, metadata, defaults, guard arguments) pass
-// through value.Normalize when the call is made, so Go ints, typed slices
-// and typed maps are fine, and later changes to the caller's maps do not
-// leak in. Problems are collected and reported together by Build. The
+// Values (config, policies, metadata, defaults, guard arguments, the open
+// content of schemas) pass through value.Normalize when the call is made,
+// so Go ints, typed slices and typed maps are fine, and later changes to
+// the caller's maps do not leak in. Problems are collected and reported together by Build. The
 // builder does not compile: Compile judges the document.
 //
 // Every Build returns a fresh Graph that shares nothing with the builder
@@ -102,11 +102,7 @@ func (b *Builder) State(id string, s *schema.Schema, opts ...RecordOption) *Buil
 }
 
 func (b *Builder) field(id string, kind FieldKind, s *schema.Schema, opts []RecordOption) *Builder {
-	recursive := s.ContainsItself()
-	var snapshot *schema.Schema
-	if !recursive { // a copy of a recursive schema would never end
-		snapshot = s.Clone()
-	}
+	snapshot, serr := buildSchema(s)
 	return b.step(func(st *buildState) {
 		what := fmt.Sprintf("input %q", id)
 		target := &st.g.Inputs
@@ -117,16 +113,10 @@ func (b *Builder) field(id string, kind FieldKind, s *schema.Schema, opts []Reco
 			st.fail(what, errors.New("declared more than once"))
 			return
 		}
-		if recursive {
-			st.fail(what+" schema", errRecursiveSchema)
-			return
+		if serr != nil {
+			st.fail(what+" schema", serr)
 		}
 		f := &Field{ID: id, Kind: kind, Schema: snapshot.Clone()}
-		if f.Schema != nil {
-			if err := value.Check(f.Schema.ToMap()); err != nil {
-				st.fail(what+" schema", err)
-			}
-		}
 		buildApply(st, &buildRecord{what: what, field: f}, opts)
 		if *target == nil {
 			*target = map[string]*Field{}
@@ -510,27 +500,42 @@ func TargetHandle(handle string) RecordOption {
 // OutputSchema gives an output an explicit schema (compatible with its
 // source's); without it the output inherits the source's schema.
 func OutputSchema(s *schema.Schema) RecordOption {
-	recursive := s.ContainsItself()
-	var snapshot *schema.Schema
-	if !recursive {
-		snapshot = s.Clone()
-	}
+	snapshot, err := buildSchema(s)
 	return func(r *buildRecord) {
 		if r.output == nil {
 			r.misuse("OutputSchema", "outputs")
 			return
 		}
-		if recursive {
-			r.st.fail(r.what+" schema", errRecursiveSchema)
+		if err != nil {
+			r.st.fail(r.what+" schema", err)
 			return
 		}
 		r.output.Schema = snapshot.Clone()
-		if r.output.Schema != nil {
-			if err := value.Check(r.output.Schema.ToMap()); err != nil {
-				r.st.fail(r.what+" schema", err)
-			}
+	}
+}
+
+// buildSchema snapshots a schema with its open content (default, values,
+// constraints, metadata) normalized, as Compile reads it, so a struct
+// literal may hold Go ints and typed slices. A schema that contains itself
+// or holds a value that is not portable is an error.
+func buildSchema(s *schema.Schema) (*schema.Schema, error) {
+	if s.ContainsItself() { // a copy of a recursive schema would never end
+		return nil, errRecursiveSchema
+	}
+	c, cerr := canonicalSchema(s, nil)
+	if cerr != nil {
+		// Normalizing the wire form locates the value inside the schema.
+		if _, err := value.Normalize(s.ToMap()); err != nil {
+			return nil, err
+		}
+		return nil, cerr.err
+	}
+	if c != nil {
+		if err := value.Check(c.ToMap()); err != nil { // text that is not UTF-8
+			return nil, err
 		}
 	}
+	return c, nil
 }
 
 // errRecursiveSchema reports a schema that contains itself.

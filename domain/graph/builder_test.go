@@ -257,3 +257,30 @@ func TestBuildReportsAPassthroughTaggedModule(t *testing.T) {
 	assert.ErrorIs(t, err, graph.ErrBuild)
 	assert.ErrorContains(t, err, `node "n" implementation: a passthrough implementation cannot use "type": "module"`)
 }
+
+// A schema written as a struct literal holds Go values as the schema
+// package's constructors would not leave them (int, []string): the builder
+// normalizes them, as Compile does, instead of refusing an int as "not
+// portable".
+func TestBuildNormalizesSchemaLiterals(t *testing.T) {
+	t.Parallel()
+	g, err := graph.New("g").
+		Input("size", &schema.Schema{Type: schema.TypeInteger, Default: 3, HasDefault: true, Constraints: map[string]any{"min": 1}}).
+		State("tone", &schema.Schema{Type: schema.TypeEnum, Values: []any{"calm", 2}, Metadata: map[string]any{"tags": []string{"a"}}}).
+		Output("o", "size", graph.OutputSchema(&schema.Schema{Type: schema.TypeInteger, Constraints: map[string]any{"min": uint8(1)}})).
+		Build()
+	require.NoError(t, err)
+
+	parsed, err := graph.Parse([]byte(`{"schema_version": 1, "id": "g",
+	 "inputs": {"size": {"kind": "input", "schema": {"type": "integer", "default": 3, "constraints": {"min": 1}}}},
+	 "fields": {"tone": {"kind": "state", "schema": {"type": "enum", "values": ["calm", 2], "metadata": {"tags": ["a"]}}}},
+	 "outputs": {"o": {"source": "size", "schema": {"type": "integer", "constraints": {"min": 1}}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, parsed, g)
+
+	_, err = graph.New("g").
+		State("s", &schema.Schema{Type: schema.TypeMap, Default: struct{}{}, HasDefault: true}).
+		Build()
+	assert.ErrorIs(t, err, value.ErrNotPortable)
+	assert.ErrorContains(t, err, `state field "s" schema: non-portable value at default`)
+}
