@@ -54,6 +54,10 @@ func Main(ctx context.Context, args []string, stdio IO, opts Options) (code int)
 	if opts.Terminal == nil {
 		opts.Terminal = isTerminal
 	}
+	// Ids and values are printed as text: nothing written raw to stdout
+	// may drive the reader's terminal (progress bars, drawn on stderr, are
+	// the CLI's own).
+	stdio.Out = safeWriter{stdio.Out}
 	a := &app{io: stdio, opts: opts}
 	defer func() {
 		if r := recover(); r != nil {
@@ -61,7 +65,7 @@ func Main(ctx context.Context, args []string, stdio IO, opts Options) (code int)
 			if opts.Getenv("DOCKET_DEBUG") != "" {
 				detail = "\n" + string(debug.Stack())
 			}
-			fmt.Fprintf(stdio.Err, "docket: internal error: %v (please report it)%s\n", r, detail)
+			fmt.Fprintf(stdio.Err, "docket: internal error: %s (please report it)%s\n", terminalSafe(fmt.Sprint(r)), detail)
 			code = ExitFailure
 		}
 	}()
@@ -213,7 +217,7 @@ func (a *app) logger() (*slog.Logger, error) {
 // say prints a human status line on stderr (never in --json mode's
 // stdout, so JSON stays parseable).
 func (a *app) say(format string, args ...any) {
-	fmt.Fprintf(a.io.Err, format+"\n", args...)
+	fmt.Fprintln(a.io.Err, terminalSafe(fmt.Sprintf(format, args...)))
 }
 
 // noArgs, exactArgs and rangeArgs are cobra argument validators whose

@@ -101,9 +101,9 @@ func (a *app) report(err error) int {
 	msg := strings.TrimPrefix(oneLine(err.Error()), "docket: ")
 	if a.json {
 		b, _ := json.Marshal(map[string]any{"error": msg, "kind": kind, "exit_code": code})
-		fmt.Fprintln(a.io.Err, string(b))
+		fmt.Fprintln(a.io.Err, terminalSafe(string(b)))
 	} else {
-		fmt.Fprintln(a.io.Err, "docket: "+msg)
+		fmt.Fprintln(a.io.Err, "docket: "+terminalSafe(msg))
 	}
 	return code
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -37,7 +38,9 @@ func newTable(w io.Writer, header ...string) *table {
 
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = strings.ReplaceAll(c, "\t", " ")
+		// A cell is one line: a newline in an id or value would start a
+		// row of its own.
+		cells[i] = strings.ReplaceAll(strings.ReplaceAll(c, "\t", " "), "\n", `\u000a`)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
@@ -361,4 +364,53 @@ func (b bar) finish() {
 	if b.pb != nil {
 		_ = b.pb.Finish()
 	}
+}
+
+// terminalSafe returns s with every control character but newline and tab
+// (C0, DEL and C1: the escapes and carriage returns that would restyle,
+// retitle or overwrite the reader's terminal) written as a visible \u00XX
+// escape, and bytes that are not UTF-8 as U+FFFD. Ids, values and error
+// texts come from whoever started a run or wrote a node, so every line
+// docket prints goes through it. The escape is JSON's own, so a JSON
+// document means the same after it.
+func terminalSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			b.WriteRune(utf8.RuneError)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r == utf8.RuneError || (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}
+
+// safeWriter passes writes on through terminalSafe. Every write of the
+// CLI is whole text (a line, a table cell, a JSON document), so no
+// character is split between two writes.
+type safeWriter struct{ w io.Writer }
+
+// Write implements io.Writer.
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, terminalSafe(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -213,10 +213,10 @@ func (a *app) printRun(r runJSON) error {
 	w := a.io.Out
 	line := func(label, value string) {
 		if value != "" {
-			fmt.Fprintf(w, "  %-12s %s\n", label, value)
+			fmt.Fprintf(w, "  %-12s %s\n", label, strings.ReplaceAll(value, "\n", `\u000a`))
 		}
 	}
-	fmt.Fprintf(w, "run %s\n", r.RunID)
+	fmt.Fprintf(w, "run %s\n", strings.ReplaceAll(r.RunID, "\n", `\u000a`))
 	line("tenant", r.Tenant)
 	line("graph", r.GraphID+"@"+r.GraphHash)
 	line("status", fmt.Sprintf("%s (step %d, checkpoint %d)", r.Status, r.Step, r.CheckpointSeq))

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/demo"
+)
+
+// TestTextOutputNeverWritesTerminalControls: ids and values come from
+// whoever started a run or wrote a node, so text output shows their
+// control characters (an ANSI escape that would retitle or clear the
+// reader's terminal, a carriage return that would overwrite a line) as
+// visible escapes instead of writing them raw; JSON keeps the same value.
+func TestTextOutputNeverWritesTerminalControls(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	evil := "run_\x1b]0;owned\a\x1b[2J\r\u009b31m"
+	c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--run-id", evil)
+	c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Bob","amount":10.0}`, "--run-id", "run_\x1b[0a")
+	forged := "run_b\nrun_forged  loan-review@0  done"
+	c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Eve","amount":10.0}`, "--run-id", forged)
+
+	clean := func(what string, res result) {
+		t.Helper()
+		for _, out := range []string{res.stdout, res.stderr} {
+			assert.False(t, strings.ContainsAny(out, "\x1b\a\r\u009b"), "%s wrote a control character: %q", what, out)
+		}
+	}
+	res := c.ok("runs", "list")
+	clean("runs list", res)
+	assert.NotContains(t, res.stdout, "\nrun_forged", "a newline in an id starts no row of its own")
+	assert.NotContains(t, c.ok("runs", "show", forged).stdout, "\nrun_forged")
+	clean("runs list (cursor line)", c.ok("runs", "list", "--limit", "1"))
+	res = c.ok("runs", "show", evil)
+	clean("runs show", res)
+	assert.Contains(t, res.stdout, `\u001b]0;owned`, "the id is still shown")
+	clean("runs events (more line)", c.ok("runs", "events", evil, "--limit", "1"))
+	clean("events tail", c.ok("events", "tail", evil))
+	clean("runs cancel", c.ok("runs", "cancel", evil))
+	clean("runs retry", c.ok("runs", "retry", evil))
+	clean("runs show (missing)", c.fails(ExitNotFound, "runs", "show", evil+"x"))
+	res = c.run("runs", "show", evil+"\u009b", "--json")
+	assert.Equal(t, ExitNotFound, res.code)
+	clean("runs show (missing, --json)", res)
+
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", evil)
+	require.Equal(t, evil, shown.RunID, "JSON output keeps the id as it is")
+}
