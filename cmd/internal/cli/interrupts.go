@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -80,8 +79,7 @@ func (a *app) interruptsResolve(ctx context.Context, runID, interruptID string, 
 	if a.json {
 		return printJSON(a.io.Out, toRunJSON(r, nil))
 	}
-	answer, _ := json.Marshal(v)
-	fmt.Fprintf(a.io.Out, "run %s: interrupt %s resolved with %s; the run is %s\n", r.ID, interruptID, answer, r.Status)
+	fmt.Fprintf(a.io.Out, "run %s: interrupt %s resolved with %s; the run is %s\n", r.ID, interruptID, compactJSON(v), r.Status)
 	return nil
 }
 

@@ -75,3 +75,39 @@ func TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
 	assert.Equal(t, run.StatusDone, done.Status)
 	assert.Equal(t, "yes", done.Output["out"], "the node saw the CLI's answer")
 }
+
+// TestInterruptsResolvePrintsTheAnswerCanonically: the text confirmation
+// writes the answer as JSON output does, so a float answer keeps its ".0"
+// and is not shown as the integer 4, a value of another type.
+func TestInterruptsResolvePrintsTheAnswerCanonically(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+	ctx := context.Background()
+	reg := node.NewRegistry().MustRegister("acme.score", node.New(nil,
+		func(_ context.Context, in node.Input) (node.Output, error) {
+			if score, ok := in.State["score"]; ok {
+				return node.Update(map[string]any{"out": score}), nil
+			}
+			return node.Interrupt(node.InterruptRequest{ID: "score", ResumeChannel: "score", Schema: schema.Float()}), nil
+		}))
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-score").
+		State("score", schema.Float()).
+		State("out", schema.Float()).
+		Node("ask", "acme.score").
+		Edge("edge_start_ask", graph.Start, "ask").
+		Edge("edge_ask_finish", "ask", graph.Finish).
+		Output("out", "").
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+
+	res := c.ok("interrupts", "resolve", r.ID, "score", "--value", "4.0")
+	assert.Contains(t, res.stdout, "resolved with 4.0;")
+}
