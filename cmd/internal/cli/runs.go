@@ -236,6 +236,9 @@ func (a *app) printRun(r runJSON) error {
 			text += " (node " + f.NodeID + ")"
 		}
 		line("failure", text)
+		if len(f.Details) > 0 {
+			line("details", compactJSON(f.Details))
+		}
 	}
 	if len(r.PendingNodes) > 0 {
 		line("pending", strings.Join(r.PendingNodes, ", "))

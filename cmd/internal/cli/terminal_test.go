@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,6 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/graph"
+	"github.com/docketgo/docket/domain/schema"
 )
 
 // TestTextOutputNeverWritesTerminalControls: ids and values come from
@@ -51,4 +57,39 @@ func TestTextOutputNeverWritesTerminalControls(t *testing.T) {
 	var shown runJSON
 	c.okJSON(&shown, "runs", "show", evil)
 	require.Equal(t, evil, shown.RunID, "JSON output keeps the id as it is")
+}
+
+// TestRunsShowTellsWhyARunFailed: the failure's details (each failed
+// node's own error) are what says why a run failed; the text form shows
+// them as the JSON form does, not only the generic failure message.
+func TestRunsShowTellsWhyARunFailed(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+	ctx := context.Background()
+	reg := node.NewRegistry().MustRegister("acme.fail", node.New(nil,
+		func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, errors.New("ledger unreachable")
+		}))
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-fail").
+		State("out", schema.String()).
+		Node("f", "acme.fail").
+		Edge("edge_start_f", graph.Start, "f").
+		Edge("edge_f_finish", "f", graph.Finish).
+		Output("out", "").
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", r.ID)
+	require.NotNil(t, shown.Failure)
+	require.Contains(t, compactJSON(shown.Failure.Details), "ledger unreachable")
+	assert.Contains(t, c.ok("runs", "show", r.ID).stdout, "ledger unreachable")
 }
