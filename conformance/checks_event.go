@@ -222,3 +222,32 @@ func checkEventPageAtTheLastSeq(h *harness) {
 	eq(h, page.HasMore, false, "HasMore after the largest seq")
 	eq(h, page.LatestSeq, r.EventSeq, "LatestSeq")
 }
+
+// checkNonPortablePayload commits events whose payload is not a portable
+// value, which no store can hold as it was given: each commit is
+// ErrInvalidCommit and changes nothing.
+func checkNonPortablePayload(h *harness) {
+	for _, c := range []struct {
+		name    string
+		payload map[string]any
+	}{
+		{"a Go int", map[string]any{"n": 1}},
+		{"a NaN", map[string]any{"x": math.NaN()}},
+		{"text that is not UTF-8", map[string]any{"s": "\xff"}},
+		{"a key that is not UTF-8", map[string]any{"\xff": "s"}},
+		{"a reserved key", map[string]any{"$ref": "x"}},
+		{"a Go struct", map[string]any{"t": struct{}{}}},
+	} {
+		r, lease := h.insertClaimed()
+		before := h.inspect(r.ID)
+		m := continueMoment(h, r, "non-portable")
+		m.Events[0].Payload = c.payload
+		_, err := h.commit(ports.Tenantless(), m, lease.Token)
+		if h.errIs(err, ports.ErrInvalidCommit, "Commit of an event payload holding %s", c.name) {
+			var invalid *ports.InvalidCommitError
+			h.expect(errors.As(err, &invalid) && invalid.Reason != "", "Commit of an event payload holding %s: got %T, want a *ports.InvalidCommitError with its reason", c.name, err)
+		}
+		h.unchanged(before, "run after Commit of an event payload holding %s", c.name)
+		h.eventsAbsent(m, "Commit of an event payload holding %s", c.name)
+	}
+}

@@ -160,6 +160,9 @@ var registry = []Invariant{
 	{ID: "EVENT-007", Area: AreaEvent, Behaviour: "no_event_follows_the_largest_seq", Spec: nil,
 		Summary: "a page after the largest seq an int64 holds is empty, echoes the cursor and has no more",
 		Source:  "ports.ListEventsParams: AfterSeq >= 0", check: checkEventPageAtTheLastSeq},
+	{ID: "EVENT-008", Area: AreaEvent, Behaviour: "non_portable_payload_is_invalid_commit", Spec: nil,
+		Summary: "a commit whose event payload is not a portable value (a Go int, a NaN, text that is not UTF-8, a reserved key) is ErrInvalidCommit and changes nothing",
+		Source:  "spec §8: events carry portable payloads; ports.RunStore.Commit", check: checkNonPortablePayload},
 
 	// SIGNAL: serialized (unclaimed) mutations.
 	{ID: "SIGNAL-001", Area: AreaSignal, Behaviour: "compare_and_set_once", Spec: []int{23},

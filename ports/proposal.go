@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/docketgo/docket/domain/run"
+	"github.com/docketgo/docket/domain/value"
 )
 
 // This file holds the proposal checks every adapter runs before touching
@@ -153,10 +154,10 @@ func FuseChain(p CommitParams) (*run.Moment, error) {
 // NormalizeEvents validates events for run runID and returns them in seq
 // order with identical duplicates collapsed and timestamps normalized to
 // UTC µs. Each event needs RunID == runID, Seq >= 1, a timestamp, a known
-// type and Step >= 0 (else *InvalidCommitError); two different events at
-// one seq are an *EventConflictError. The input is not modified; when it is
-// already normalized (a runtime-proposed moment's events always are) it is
-// returned itself, so the result is read-only.
+// type, Step >= 0 and a portable payload (else *InvalidCommitError); two
+// different events at one seq are an *EventConflictError. The input is not
+// modified; when it is already normalized (a runtime-proposed moment's
+// events always are) it is returned itself, so the result is read-only.
 func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 	normal := true
 	for i := range events {
@@ -203,6 +204,9 @@ func checkEvent(runID string, e *run.Event) error {
 		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has unknown type %q", e.Seq, e.Type)}
 	case e.Step < 0:
 		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
+	}
+	if err := value.Check(e.Payload); err != nil {
+		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 	}
 	return nil
 }
