@@ -251,3 +251,30 @@ func checkNonPortablePayload(h *harness) {
 		h.eventsAbsent(m, "Commit of an event payload holding %s", c.name)
 	}
 }
+
+// checkEventIDsNoTextCanHold commits events whose node, channel or task id
+// no text column can hold (a NUL byte, bytes that are not UTF-8): each
+// commit is ErrInvalidCommit and changes nothing.
+func checkEventIDsNoTextCanHold(h *harness) {
+	for _, c := range []struct {
+		name string
+		set  func(e *run.Event)
+	}{
+		{"a node id holding NUL", func(e *run.Event) { e.NodeID = "a\x00b" }},
+		{"a node id that is not UTF-8", func(e *run.Event) { e.NodeID = "\xff" }},
+		{"a channel id holding NUL", func(e *run.Event) { e.ChannelID = "state:\x00" }},
+		{"a task id that is not UTF-8", func(e *run.Event) { e.TaskID = "t\xfe" }},
+	} {
+		r, lease := h.insertClaimed()
+		before := h.inspect(r.ID)
+		m := continueMoment(h, r, "unholdable id")
+		c.set(&m.Events[0])
+		_, err := h.commit(ports.Tenantless(), m, lease.Token)
+		if h.errIs(err, ports.ErrInvalidCommit, "Commit of an event with %s", c.name) {
+			var invalid *ports.InvalidCommitError
+			h.expect(errors.As(err, &invalid) && invalid.Reason != "", "Commit of an event with %s: got %T, want a *ports.InvalidCommitError with its reason", c.name, err)
+		}
+		h.unchanged(before, "run after Commit of an event with %s", c.name)
+		h.eventsAbsent(m, "Commit of an event with %s", c.name)
+	}
+}

@@ -163,6 +163,9 @@ var registry = []Invariant{
 	{ID: "EVENT-008", Area: AreaEvent, Behaviour: "non_portable_payload_is_invalid_commit", Spec: nil,
 		Summary: "a commit whose event payload is not a portable value (a Go int, a NaN, text that is not UTF-8, a reserved key) is ErrInvalidCommit and changes nothing",
 		Source:  "spec §8: events carry portable payloads; ports.RunStore.Commit", check: checkNonPortablePayload},
+	{ID: "EVENT-009", Area: AreaEvent, Behaviour: "event_ids_no_text_can_hold_are_invalid_commit", Spec: nil,
+		Summary: "a commit whose event names a node, channel or task by an id no text column can hold (a NUL byte, bytes that are not UTF-8) is ErrInvalidCommit and changes nothing",
+		Source:  "ports.TextID; ports.RunStore.Commit", check: checkEventIDsNoTextCanHold},
 
 	// SIGNAL: serialized (unclaimed) mutations.
 	{ID: "SIGNAL-001", Area: AreaSignal, Behaviour: "compare_and_set_once", Spec: []int{23},

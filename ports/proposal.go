@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/value"
@@ -154,10 +156,11 @@ func FuseChain(p CommitParams) (*run.Moment, error) {
 // NormalizeEvents validates events for run runID and returns them in seq
 // order with identical duplicates collapsed and timestamps normalized to
 // UTC µs. Each event needs RunID == runID, Seq >= 1, a timestamp, a known
-// type, Step >= 0 and a portable payload (else *InvalidCommitError); two
-// different events at one seq are an *EventConflictError. The input is not
-// modified; when it is already normalized (a runtime-proposed moment's
-// events always are) it is returned itself, so the result is read-only.
+// type, Step >= 0, node, channel and task ids of UTF-8 text without NUL
+// and a portable payload (else *InvalidCommitError); two different events
+// at one seq are an *EventConflictError. The input is not modified; when
+// it is already normalized (a runtime-proposed moment's events always are)
+// it is returned itself, so the result is read-only.
 func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
 	normal := true
 	for i := range events {
@@ -205,10 +208,21 @@ func checkEvent(runID string, e *run.Event) error {
 	case e.Step < 0:
 		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d has negative step", e.Seq)}
 	}
+	for _, id := range [...]struct{ what, id string }{{"node", e.NodeID}, {"channel", e.ChannelID}, {"task", e.TaskID}} {
+		if !textColumn(id.id) {
+			return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d %s id %q is not UTF-8 text without NUL", e.Seq, id.what, id.id)}
+		}
+	}
 	if err := value.Check(e.Payload); err != nil {
 		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 	}
 	return nil
+}
+
+// textColumn reports whether s can be held by a text column: UTF-8
+// without NUL (an event's ids have no index, so no length limit).
+func textColumn(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // ValidateInsert checks the insert shape (spec §5.1) before any storage
