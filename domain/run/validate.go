@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/docketgo/docket/domain/value"
 )
@@ -28,8 +29,9 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidRun }
 // Validate checks the durable invariants of a stored run (spec §5) and
 // reports every violation at once as a *ValidationError. Beyond the spec's
 // list it requires what exact storage round trips rely on: timestamps in UTC
-// with microsecond precision, sorted sets without duplicates, portable
-// values everywhere, and parked tasks shaped as parked tasks.
+// with microsecond precision, sorted sets without duplicates, UTF-8 text
+// in every string, portable values everywhere, and parked tasks shaped as
+// parked tasks.
 func (r *Run) Validate() error {
 	if r == nil {
 		return &ValidationError{Problems: []string{"run is nil"}}
@@ -54,6 +56,15 @@ func (v *validator) addf(format string, args ...any) {
 func (v *validator) nonEmpty(what, s string) {
 	if s == "" {
 		v.addf("%s is empty", what)
+	}
+	v.text(what, s)
+}
+
+// text checks that s is UTF-8: the document would hold U+FFFD for any
+// other byte, and a store would hand back another run than it was given.
+func (v *validator) text(what, s string) {
+	if !utf8.ValidString(s) {
+		v.addf("%s %q is not UTF-8 text", what, s)
 	}
 }
 
@@ -87,14 +98,15 @@ func isStorableTime(t time.Time) bool {
 
 func (v *validator) sortedSet(what string, s []string) {
 	if !isSortedSet(s) {
-		v.addf("%s is not a sorted set of non-empty IDs", what)
+		v.addf("%s is not a sorted set of non-empty UTF-8 IDs", what)
 	}
 }
 
-// isSortedSet reports whether s is strictly ascending with no empty IDs.
+// isSortedSet reports whether s is strictly ascending with no empty IDs
+// and no ID that is not UTF-8.
 func isSortedSet(s []string) bool {
 	for i := range s {
-		if s[i] == "" || (i > 0 && s[i-1] >= s[i]) {
+		if s[i] == "" || (i > 0 && s[i-1] >= s[i]) || !utf8.ValidString(s[i]) {
 			return false
 		}
 	}
@@ -136,6 +148,7 @@ func (v *validator) top(r *Run) {
 	if f := r.Failure; f != nil {
 		v.nonEmpty("failure code", f.Code)
 		v.nonEmpty("failure message", f.Message)
+		v.text("failure node_id", f.NodeID)
 		v.portable("failure details", f.Details)
 	}
 	v.timestamp("started_at", r.StartedAt, true)
@@ -154,6 +167,7 @@ func (v *validator) channels(r *Run) {
 		if id == "" {
 			v.addf("a channel has an empty ID")
 		}
+		v.text("channel id", id)
 		if c.Version < 0 {
 			v.addf("channel %q has negative version %d", id, c.Version)
 		}
@@ -166,7 +180,7 @@ func (v *validator) channels(r *Run) {
 			v.addf("barrier_seen of channel %q, which the run does not hold", id)
 		}
 		if !isSortedSet(r.BarrierSeen[id]) {
-			v.addf("channel %q barrier_seen is not a sorted set of non-empty IDs", id)
+			v.addf("channel %q barrier_seen is not a sorted set of non-empty UTF-8 IDs", id)
 		}
 	}
 }
@@ -218,6 +232,8 @@ func (v *validator) task(r *Run, key string, t TaskState, hashed map[string]map[
 	if t.NodeID == "" {
 		v.addf("active task %q has an empty node_id", key)
 	}
+	v.text("active task node_id", t.NodeID)
+	v.text("active task input_hash", t.InputHash)
 	if t.TaskID != key {
 		v.addf("active task %q has task_id %q", key, t.TaskID)
 	}
@@ -238,7 +254,7 @@ func (v *validator) task(r *Run, key string, t TaskState, hashed map[string]map[
 	}
 	v.inputHash(key, t, hashed)
 	for id, version := range t.SourceVersions {
-		if id == "" || version < 0 {
+		if id == "" || version < 0 || !utf8.ValidString(id) {
 			v.addf("active task %q: invalid source version %q=%d", key, id, version)
 		}
 	}
@@ -249,6 +265,7 @@ func (v *validator) task(r *Run, key string, t TaskState, hashed map[string]map[
 		if f.Attempt != i+1 {
 			v.addf("active task %q: failure %d is numbered %d", key, i+1, f.Attempt)
 		}
+		v.text("active task failure reason", f.Reason)
 	}
 	if !t.StartedAt.IsZero() || !t.DeadlineAt.IsZero() {
 		v.addf("active task %q: a parked task has no started_at or deadline_at", key)
@@ -280,6 +297,7 @@ func (v *validator) pendingWrite(r *Run, i int, w PendingWrite) {
 	if w.NodeID == "" {
 		v.addf("pending write %d has an empty node_id", i)
 	}
+	v.text("pending write node_id", w.NodeID)
 	if want := TaskID(r.ID, r.Step, w.NodeID); w.TaskID != want {
 		v.addf("pending write %d: task_id %q, want %q", i, w.TaskID, want)
 	}
@@ -308,6 +326,9 @@ func (v *validator) interrupts(r *Run) {
 		if in.ResumeChannel == "" {
 			v.addf("interrupt %q has an empty resume_channel", id)
 		}
+		v.text("interrupt id", id)
+		v.text("interrupt node_id", in.NodeID)
+		v.text("interrupt resume_channel", in.ResumeChannel)
 		if err := value.Check(in.Schema); err != nil {
 			v.addf("interrupt %q schema: %v", id, err)
 		}

@@ -179,3 +179,27 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	var nilRun *Run
 	assert.ErrorIs(t, nilRun.Validate(), ErrInvalidRun)
 }
+
+// Text that is not UTF-8 in the run's own fields cannot be stored as it is
+// (the document would hold U+FFFD instead), so Validate refuses it rather
+// than let a store hand back another run than it was given.
+func TestValidateRefusesTextThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	for name, mutate := range map[string]func(r *Run){
+		"failure message": func(r *Run) { r.Failure.Message = "boom \xff" },
+		"failure code":    func(r *Run) { r.Failure.Code = "\xfe" },
+		"failure node":    func(r *Run) { r.Failure.NodeID = "a\xff" },
+		"changed channel": func(r *Run) { r.ChangedChannels = []string{"state:\xff"} },
+		"pending node":    func(r *Run) { r.PendingNodes = []string{"\xff"} },
+		"channel id":      func(r *Run) { r.Channels["state:\xff"] = Channel{Value: "v", Version: 1} },
+		"barrier source":  func(r *Run) { r.BarrierSeen["edge:fast_slow_bar"] = []string{"\xff"} },
+		"graph id":        func(r *Run) { r.GraphID = "g\xff" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := failedRun()
+			mutate(r)
+			assert.ErrorIs(t, r.Validate(), ErrInvalidRun)
+		})
+	}
+}
