@@ -12,6 +12,7 @@ import (
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
+	"github.com/docketgo/docket/pgtest"
 )
 
 // ownNodesRun has an engine with a node the CLI does not know (as an
@@ -28,13 +29,26 @@ func ownNodesRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
 			}
 			return node.Interrupt(node.InterruptRequest{ID: "question", ResumeChannel: "answer", Schema: schema.String()}), nil
 		}))
-	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
-	require.NoError(t, err)
-	g, err := graph.New("acme-review").
+	e, r := appNodeRun(t, db, sch, reg, graph.New("acme-review").
 		State("answer", schema.String()).
 		State("out", schema.String()).
-		Node("ask", "acme.ask", graph.Config(map[string]any{"topic": "refund"})).
-		Edge("edge_start_ask", graph.Start, "ask").
+		Node("ask", "acme.ask", graph.Config(map[string]any{"topic": "refund"})))
+	r, err := e.FetchRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusWaiting, r.Status)
+	return c, e, r
+}
+
+// appNodeRun runs, on a manual engine of the CLI's schema, one run of the
+// graph b declares around its only node "ask" (started from graph.Start,
+// ending at graph.Finish, with the output "out"), whose implementation
+// only reg (the application, not the CLI) registers, until it rests.
+func appNodeRun(t *testing.T, db *pgtest.Database, sch string, reg *node.Registry, b *graph.Builder) (*engine.Engine, *run.Run) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := b.Edge("edge_start_ask", graph.Start, "ask").
 		Edge("edge_ask_finish", "ask", graph.Finish).
 		Output("out", "").
 		Build()
@@ -45,10 +59,7 @@ func ownNodesRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
 	require.NoError(t, err)
 	_, err = e.DrainRuns(ctx, 0)
 	require.NoError(t, err)
-	r, err = e.FetchRun(ctx, r.ID)
-	require.NoError(t, err)
-	require.Equal(t, run.StatusWaiting, r.Status)
-	return c, e, r
+	return e, r
 }
 
 // TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow: an answer runs
@@ -82,7 +93,6 @@ func TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
 func TestInterruptsResolvePrintsTheAnswerCanonically(t *testing.T) {
 	t.Parallel()
 	c, db, sch := onDatabase(t)
-	ctx := context.Background()
 	reg := node.NewRegistry().MustRegister("acme.score", node.New(nil,
 		func(_ context.Context, in node.Input) (node.Output, error) {
 			if score, ok := in.State["score"]; ok {
@@ -90,23 +100,10 @@ func TestInterruptsResolvePrintsTheAnswerCanonically(t *testing.T) {
 			}
 			return node.Interrupt(node.InterruptRequest{ID: "score", ResumeChannel: "score", Schema: schema.Float()}), nil
 		}))
-	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
-	require.NoError(t, err)
-	g, err := graph.New("acme-score").
+	_, r := appNodeRun(t, db, sch, reg, graph.New("acme-score").
 		State("score", schema.Float()).
 		State("out", schema.Float()).
-		Node("ask", "acme.score").
-		Edge("edge_start_ask", graph.Start, "ask").
-		Edge("edge_ask_finish", "ask", graph.Finish).
-		Output("out", "").
-		Build()
-	require.NoError(t, err)
-	ref, err := e.SaveGraph(ctx, g)
-	require.NoError(t, err)
-	r, err := e.StartRun(ctx, ref, nil)
-	require.NoError(t, err)
-	_, err = e.DrainRuns(ctx, 0)
-	require.NoError(t, err)
+		Node("ask", "acme.score"))
 
 	res := c.ok("interrupts", "resolve", r.ID, "score", "--value", "4.0")
 	assert.Contains(t, res.stdout, "resolved with 4.0;")

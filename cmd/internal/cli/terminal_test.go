@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/app/demo"
-	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/schema"
@@ -65,27 +64,13 @@ func TestTextOutputNeverWritesTerminalControls(t *testing.T) {
 func TestRunsShowTellsWhyARunFailed(t *testing.T) {
 	t.Parallel()
 	c, db, sch := onDatabase(t)
-	ctx := context.Background()
 	reg := node.NewRegistry().MustRegister("acme.fail", node.New(nil,
 		func(context.Context, node.Input) (node.Output, error) {
 			return node.Output{}, errors.New("ledger unreachable")
 		}))
-	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
-	require.NoError(t, err)
-	g, err := graph.New("acme-fail").
+	_, r := appNodeRun(t, db, sch, reg, graph.New("acme-fail").
 		State("out", schema.String()).
-		Node("f", "acme.fail").
-		Edge("edge_start_f", graph.Start, "f").
-		Edge("edge_f_finish", "f", graph.Finish).
-		Output("out", "").
-		Build()
-	require.NoError(t, err)
-	ref, err := e.SaveGraph(ctx, g)
-	require.NoError(t, err)
-	r, err := e.StartRun(ctx, ref, nil)
-	require.NoError(t, err)
-	_, err = e.DrainRuns(ctx, 0)
-	require.NoError(t, err)
+		Node("ask", "acme.fail"))
 
 	var shown runJSON
 	c.okJSON(&shown, "runs", "show", r.ID)
