@@ -140,17 +140,7 @@ func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
 	listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: listenConfig, Schema: s.schema,
 		MinBackoff: time.Minute, MaxBackoff: time.Minute})
 	require.NoError(t, err)
-	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: s.schema, Notifier: listener})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	h := &harness{clock: newManualClock(), store: store}
-	k := newKit()
-	ecfg := h.config(k)
-	ecfg.Clock = nil // the store's clock: the database's
-	ecfg.Dispatcher.PollInterval = time.Hour
-	e := startEngine(t, ecfg)
-	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
-	require.NoError(t, err)
+	e, ref := hourlyPollingEngine(t, s, pool, listener)
 
 	admin := s.db.Connect(t)
 	require.Eventually(t, func() bool {
@@ -162,10 +152,36 @@ func TestARunStartedWhileTheListenerReconnectsIsClaimedAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !listener.Connected() }, awaitLimit, 5*time.Millisecond)
 
+	requireDoneWithinSeconds(t, e, ref, "the run waited for the listener's reconnection")
+}
+
+// hourlyPollingEngine starts an engine on s whose store announces through
+// notifier and whose dispatcher polls once an hour, on the database's
+// clock, and saves the minimal linear graph.
+func hourlyPollingEngine(t *testing.T, s *pgSchema, pool *pgxpool.Pool, notifier ports.Notifier) (*engine.Engine, engine.GraphRef) {
+	t.Helper()
+	store, err := postgres.New(context.Background(), postgres.Config{Pool: pool, Schema: s.schema, Notifier: notifier})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	h := &harness{clock: newManualClock(), store: store}
+	ecfg := h.config(newKit())
+	ecfg.Clock = nil // the store's clock: the database's
+	ecfg.Dispatcher.PollInterval = time.Hour
+	e := startEngine(t, ecfg)
+	ref, err := e.SaveGraph(context.Background(), build(t, minimalLinear()))
+	require.NoError(t, err)
+	return e, ref
+}
+
+// requireDoneWithinSeconds starts a run of ref and requires it done long
+// before the hourly poll: only a wake or a nudge can have claimed it.
+func requireDoneWithinSeconds(t *testing.T, e *engine.Engine, ref engine.GraphRef, why string) {
+	t.Helper()
+	ctx := context.Background()
 	r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
 	require.NoError(t, err)
 	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
-	require.NoError(t, err, "the run waited for the listener's reconnection")
+	require.NoError(t, err, why)
 	assert.Equal(t, run.StatusDone, done.Status)
 }
 
@@ -180,22 +196,8 @@ func TestARunStartedWithTheNoneNotifierIsClaimedAtOnce(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctx, s.config.Copy())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: s.schema, Notifier: notify.None{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	h := &harness{clock: newManualClock(), store: store}
-	ecfg := h.config(newKit())
-	ecfg.Clock = nil // the store's clock: the database's
-	ecfg.Dispatcher.PollInterval = time.Hour
-	e := startEngine(t, ecfg)
-	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
-	require.NoError(t, err)
-
-	r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
-	require.NoError(t, err)
-	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
-	require.NoError(t, err, "the run waited for the next poll")
-	assert.Equal(t, run.StatusDone, done.Status)
+	e, ref := hourlyPollingEngine(t, s, pool, notify.None{})
+	requireDoneWithinSeconds(t, e, ref, "the run waited for the next poll")
 }
 
 // A run row whose document disagrees with its columns is reported as
