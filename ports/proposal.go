@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/value"
@@ -217,12 +215,6 @@ func checkEvent(runID string, e *run.Event) error {
 		return &InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 	}
 	return nil
-}
-
-// textColumn reports whether s can be held by a text column: UTF-8
-// without NUL (an event's ids have no index, so no length limit).
-func textColumn(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // ValidateInsert checks the insert shape (spec §5.1) before any storage

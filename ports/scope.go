@@ -135,5 +135,12 @@ const MaxIDBytes = 512
 // names no row: reads find nothing, and writes reject it as invalid
 // input.
 func TextID(id string) bool {
-	return len(id) <= MaxIDBytes && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+	return len(id) <= MaxIDBytes && textColumn(id)
+}
+
+// textColumn reports whether s can be held by a text column: UTF-8
+// without NUL. Ids that no index covers (an event's node, channel and
+// task) need nothing more.
+func textColumn(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
