@@ -27,8 +27,9 @@ var ErrBuild = errors.New("graph builder")
 // Values (config, policies, metadata, defaults, guard arguments, the open
 // content of schemas) pass through value.Normalize when the call is made,
 // so Go ints, typed slices and typed maps are fine, and later changes to
-// the caller's maps do not leak in. Problems are collected and reported together by Build. The
-// builder does not compile: Compile judges the document.
+// the caller's maps do not leak in. Problems are collected and reported
+// together by Build. The builder does not compile: Compile judges the
+// document.
 //
 // Every Build returns a fresh Graph that shares nothing with the builder
 // or with earlier results, so one builder may serve as a template.
