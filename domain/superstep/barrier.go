@@ -109,7 +109,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	// 3. Edges of the nodes that completed with an update.
 	var triggeredBuf, finishBuf [8]*graph.RuntimeEdge
 	barrierSeen := barrierSets{m: r.BarrierSeen}
-	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, &barrierSeen, okNodes, changedFields)
+	completed := &nodeSet{list: okNodes}
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, &barrierSeen, completed, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -128,7 +129,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	var newInterrupts []run.Interrupt
 	var interruptWrites []int // indices into items
 	interrupts := r.Interrupts
-	pendingNodes := slices.DeleteFunc(slices.Clone(r.PendingNodes), func(n string) bool { return slices.Contains(okNodes, n) })
+	pendingNodes := slices.DeleteFunc(slices.Clone(r.PendingNodes), completed.has)
 	for i := range items {
 		it := &items[i]
 		if it.kind != run.WriteInterrupt {
@@ -315,7 +316,8 @@ func guardReasons(err error) []string {
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, barrierSeen *barrierSets, okNodes, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
+func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, barrierSeen *barrierSets, completed *nodeSet, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
+	okNodes := completed.list
 	var edgeIDs []string
 	switch len(okNodes) {
 	case 0:
@@ -343,21 +345,25 @@ func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *i
 			if _, ok := channels[e.ChannelID]; !ok {
 				channels[e.ChannelID] = run.Channel{} // the barrier set's channel, version 0 until it fires
 			}
-			seen := slices.Clone(barrierSeen.m[e.ChannelID])
+			// Sorted sets and binary searches: a join of thousands of
+			// branches stays O(n log n) a superstep.
+			committed := barrierSeen.m[e.ChannelID]
+			seen := slices.Clone(committed)
+			slices.Sort(seen)
 			for _, src := range e.From {
-				if slices.Contains(okNodes, src) && !slices.Contains(seen, src) {
+				if completed.has(src) && !sortedHas(seen[:len(committed)], src) {
 					seen = append(seen, src)
 				}
 			}
+			slices.Sort(seen)
 			complete := true
 			for _, src := range e.From {
-				if !slices.Contains(seen, src) {
+				if !sortedHas(seen, src) {
 					complete = false
 					break
 				}
 			}
 			if !complete {
-				slices.Sort(seen)
 				barrierSeen.set(e.ChannelID, seen)
 				continue
 			}
@@ -451,6 +457,33 @@ func suppliedInterruptID(items []validated, id string) bool {
 		}
 	}
 	return false
+}
+
+// nodeSet is the set of a superstep's completed nodes: a scan of the list
+// for the usual few, a map once a wide fan-out makes scans quadratic.
+type nodeSet struct {
+	list []string
+	m    map[string]struct{}
+}
+
+func (s *nodeSet) has(id string) bool {
+	if len(s.list) <= 16 {
+		return slices.Contains(s.list, id)
+	}
+	if s.m == nil {
+		s.m = make(map[string]struct{}, len(s.list))
+		for _, n := range s.list {
+			s.m[n] = struct{}{}
+		}
+	}
+	_, ok := s.m[id]
+	return ok
+}
+
+// sortedHas reports whether a sorted list holds x.
+func sortedHas(sorted []string, x string) bool {
+	_, ok := slices.BinarySearch(sorted, x)
+	return ok
 }
 
 // span is a window [start, end) of a list.

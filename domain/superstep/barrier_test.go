@@ -1,6 +1,7 @@
 package superstep_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -130,6 +131,49 @@ func TestStickyBarrierRemembersEarlySources(t *testing.T) {
 	r = h.drive(r)
 	assert.Equal(t, run.StatusDone, r.Status)
 	assert.Equal(t, "join", h.calls[len(h.calls)-1].node)
+}
+
+func TestWideStickyBarrierRemembersEarlySources(t *testing.T) {
+	t.Parallel()
+	// Twenty branches complete with x in one superstep (more completed
+	// nodes than the small-set scan covers); the join also waits for b,
+	// one hop later. Sources are listed out of node order.
+	d := newDoc("wide").nodes("x", "b", "join").
+		edge("edge_x", "$start", "x", nil).
+		edge("edge_b", "x", "b", nil).
+		edge("edge_finish", "join", "$finish", nil)
+	nodes := map[string]behavior{"x": echo(), "b": echo(), "join": echo()}
+	from := []any{"b"}
+	var branches []string
+	for i := range 20 {
+		id := fmt.Sprintf("a%02d", i)
+		d.nodes(id).edge("edge_"+id, "$start", id, nil)
+		nodes[id] = echo()
+		from = append([]any{id}, from...)
+		branches = append(branches, id)
+	}
+	g := d.edge("edge_join", from, "join", nil).compile(t, graph.Options{})
+	h := newHarness(t, g, nodes)
+	r := h.start(nil)
+
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, branches, r.BarrierSeen["edge:edge_join"], "the seen set is sorted and holds every completed source")
+
+	_, m = h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_join"], "b completes the set: it fires and resets")
+	assert.Equal(t, []string{"edge:edge_join"}, r.ChangedChannels)
+
+	r = h.drive(r)
+	assert.Equal(t, run.StatusDone, r.Status)
+	joins := 0
+	for _, c := range h.calls {
+		if c.node == "join" {
+			joins++
+		}
+	}
+	assert.Equal(t, 1, joins, "the join runs once")
 }
 
 func TestGuardFalseBarrierStillResets(t *testing.T) {

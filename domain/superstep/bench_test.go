@@ -58,3 +58,61 @@ func BenchmarkChain10(b *testing.B) {
 		}
 	}
 }
+
+// fanJoinGraph is $start → b0…b(k-1) → join (one barrier edge over every
+// branch) → $finish; no node writes state.
+func fanJoinGraph(b testing.TB, k int) *graph.Compiled {
+	d := newDoc("fanjoin").input("in", str(), nil).field("out", str(), nil).output("out", "out")
+	from := make([]any, k)
+	for i := range k {
+		id := fmt.Sprintf("b%05d", i)
+		d.nodes(id).edge("e_"+id, "$start", id, nil)
+		from[k-1-i] = id // sources listed out of node order
+	}
+	d.nodes("join").edge("e_join", from, "join", nil).edge("e_finish", "join", "$finish", nil)
+	return d.compile(b, graph.Options{})
+}
+
+// BenchmarkFanJoin measures a whole run of a wide fan-out and join, whose
+// cost must grow about linearly with the number of branches.
+func BenchmarkFanJoin(b *testing.B) {
+	for _, k := range []int{100, 1000, 4000} {
+		b.Run(fmt.Sprint(k), func(b *testing.B) {
+			g := fanJoinGraph(b, k)
+			env := superstep.Env{Now: t0}
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := superstep.Start(g, superstep.StartParams{RunID: "run_b", Input: map[string]any{"in": "x"}}, env)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := m.Run
+				for r.Status == run.StatusRunning {
+					step, err := superstep.Advance(g, r, env)
+					if err != nil {
+						b.Fatal(err)
+					}
+					switch step.Kind {
+					case superstep.Commit:
+						r = step.Moment.Run
+					case superstep.Execute:
+						results := make([]superstep.Result, len(step.Activations))
+						for i := range results {
+							results[i] = superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{}}
+						}
+						m, err := superstep.Settle(g, r, step, results, env)
+						if err != nil {
+							b.Fatal(err)
+						}
+						r = m.Run
+					default:
+						b.Fatalf("unexpected step %v", step.Kind)
+					}
+				}
+				if r.Status != run.StatusDone {
+					b.Fatalf("run ended %s", r.Status)
+				}
+			}
+		})
+	}
+}
