@@ -69,6 +69,8 @@ const (
 	DefaultDrainMaxRuns    = 100
 	DefaultStoreTimeout    = 15 * time.Second
 	DefaultObserverTimeout = observe.DefaultTimeout
+	// DefaultObserverMaxInFlight is Config.ObserverMaxInFlight's default.
+	DefaultObserverMaxInFlight = observe.DefaultMaxInFlight
 	// SignalStaleRetries is how often a signal is re-evaluated after a
 	// lost sequence race before giving up.
 	SignalStaleRetries = 3
@@ -130,6 +132,11 @@ type Config struct {
 	// ObserverTimeout is the deadline of one observer call (default 10s):
 	// its context ends then and the call counts as failed if it errs.
 	ObserverTimeout time.Duration
+	// ObserverMaxInFlight bounds the calls of one observer running at once
+	// (default 1024). A commit arriving while an observer is at the bound
+	// is not delivered to it: counted as a failure with result "dropped"
+	// and logged once an overload, so a slow observer costs bounded memory.
+	ObserverMaxInFlight int
 	// GraphCacheDisabled compiles the graph once per drive instead of once
 	// per version.
 	GraphCacheDisabled bool
@@ -324,6 +331,10 @@ func (c Config) resolve() (Config, error) {
 	c.AwaitPollInterval = orDefault(c.AwaitPollInterval, DefaultAwaitPollInterval)
 	negative("ObserverTimeout", c.ObserverTimeout)
 	c.ObserverTimeout = orDefault(c.ObserverTimeout, DefaultObserverTimeout)
+	if c.ObserverMaxInFlight < 0 {
+		bad("ObserverMaxInFlight", "must not be negative")
+	}
+	c.ObserverMaxInFlight = orDefault(c.ObserverMaxInFlight, DefaultObserverMaxInFlight)
 	for i, o := range c.Observers {
 		if f, isFunc := o.(observe.Func); o == nil || isFunc && f == nil {
 			bad("Observers", "must not contain nil (index "+strconv.Itoa(i)+")")

@@ -96,6 +96,8 @@ func New(cfg Config) (*Engine, error) {
 			Telemetry: cfg.Telemetry,
 			Logger:    cfg.Logger,
 			Timeout:   cfg.ObserverTimeout,
+			// The validated config is never zero here.
+			MaxInFlight: cfg.ObserverMaxInFlight,
 		},
 	}
 	if !cfg.GraphCacheDisabled {

@@ -79,6 +79,7 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"nil observer func", func(c *engine.Config) { c.Observers = append(c.Observers, observe.Func(nil)) }, []string{"Observers"}},
 		{"negative store timeout", func(c *engine.Config) { c.StoreTimeout = -time.Second }, []string{"StoreTimeout"}},
 		{"negative observer timeout", func(c *engine.Config) { c.ObserverTimeout = -time.Second }, []string{"ObserverTimeout"}},
+		{"negative observer bound", func(c *engine.Config) { c.ObserverMaxInFlight = -1 }, []string{"ObserverMaxInFlight"}},
 		{"several problems at once", func(c *engine.Config) {
 			c.Backend = nil
 			c.Dispatcher.Concurrency = -1

@@ -184,6 +184,40 @@ func TestObserverCallsEndAtTheObserverTimeout(t *testing.T) {
 	}
 }
 
+func TestAnObserverAtObserverMaxInFlightMissesCommitsInsteadOfQueueingThem(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	k := newKit()
+	release := make(chan struct{})
+	var calls atomic.Int32
+	e := manual(t, h, k, func(c *engine.Config) {
+		c.ObserverMaxInFlight = 1
+		c.Observers = []observe.Observer{observe.Func(func(ctx context.Context, _ observe.Commit) error {
+			calls.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})}
+	})
+	ref, err := e.SaveGraph(context.Background(), build(t, minimalLinear()))
+	require.NoError(t, err)
+	for range 3 {
+		_, err = e.StartRun(context.Background(), ref, map[string]any{"value": "x"})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 10*time.Second, time.Millisecond)
+	close(release)
+	require.Never(t, func() bool { return calls.Load() > 1 }, 100*time.Millisecond, time.Millisecond,
+		"the commits made while the observer was busy are not delivered later")
+
+	_, err = e.StartRun(context.Background(), ref, map[string]any{"value": "x"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return calls.Load() == 2 }, 10*time.Second, time.Millisecond,
+		"once its call returned, the observer gets commits again")
+}
+
 // TestCommitsRacingStopNeverPanic starts runs (each commit delivers to
 // the observers) while the engine stops; run it with -race. Starts keep
 // working, and no run started after Stop returned reaches an observer.

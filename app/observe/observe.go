@@ -52,10 +52,17 @@ func (f Func) ObserveCheckpoint(ctx context.Context, c Commit) error { return f(
 const (
 	ResultCallbackError = "callback_error"
 	ResultPanic         = "exception"
+	// ResultDropped is a commit not delivered to an observer that already
+	// had MaxInFlight calls running (a failure fact only: no call, no span).
+	ResultDropped = "dropped"
 )
 
 // DefaultTimeout bounds one observer call when Deliverer.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
+
+// DefaultMaxInFlight bounds one observer's running calls when
+// Deliverer.MaxInFlight is zero.
+const DefaultMaxInFlight = 1024
 
 // Deliverer runs the after-commit work of one engine: the committed
 // telemetry fact and the observers. The zero value delivers to nobody and
@@ -67,6 +74,12 @@ type Deliverer struct {
 	// Timeout bounds one observer call: its context's deadline (zero or
 	// less: DefaultTimeout).
 	Timeout time.Duration
+	// MaxInFlight bounds the calls of one observer running at once (zero
+	// or less: DefaultMaxInFlight). A commit arriving while an observer is
+	// at the bound is dropped for that observer: counted, and logged once
+	// an overload. Without a bound, an observer slower than the commit
+	// rate would pile up goroutines, each holding a copy of a checkpoint.
+	MaxInFlight int
 
 	// A counter rather than a sync.WaitGroup: deliveries may start while
 	// Wait is waiting, which a WaitGroup forbids.
@@ -74,6 +87,10 @@ type Deliverer struct {
 	closed  bool
 	running int
 	idle    chan struct{} // closed when running drops to zero; nil at zero
+	// Per observer (by index): calls running, and whether commits are
+	// being dropped since the last call that started.
+	inFlight   []int
+	overloaded []bool
 }
 
 // Committed reports a committed moment: it emits the committed telemetry
@@ -87,14 +104,21 @@ func (d *Deliverer) Committed(ctx context.Context, owner ports.OwnerScope, m *ru
 		return
 	}
 	d.telemetry().Committed(ctx, Fact(m))
-	if len(d.Observers) == 0 || !d.begin(len(d.Observers)) {
+	if len(d.Observers) == 0 {
 		return
 	}
 	detached := context.WithoutCancel(ctx)
-	for _, o := range d.Observers {
+	for i, o := range d.Observers {
+		started, dropped, firstDrop := d.begin(i)
+		if dropped {
+			d.dropped(ctx, m, firstDrop)
+		}
+		if !started {
+			continue
+		}
 		c := Commit{Owner: owner, Checkpoint: cloneCheckpoint(m.Checkpoint()), Disposition: m.Disposition}
 		go func() {
-			defer d.end()
+			defer d.end(i)
 			d.deliver(detached, o, c)
 		}()
 	}
@@ -126,28 +150,64 @@ func (d *Deliverer) Close(ctx context.Context) error {
 	return d.Wait(ctx)
 }
 
-// begin counts n calls about to start; false once closed.
-func (d *Deliverer) begin(n int) bool {
+// begin counts a call of observer i about to start. It does not start
+// once closed, or when the observer is at MaxInFlight: then the commit is
+// dropped for it, and firstDrop says whether this drop begins an overload.
+func (d *Deliverer) begin(i int) (started, dropped, firstDrop bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return false
+		return false, false, false
 	}
+	if d.inFlight == nil {
+		d.inFlight = make([]int, len(d.Observers))
+		d.overloaded = make([]bool, len(d.Observers))
+	}
+	limit := d.MaxInFlight
+	if limit <= 0 {
+		limit = DefaultMaxInFlight
+	}
+	if d.inFlight[i] >= limit {
+		firstDrop = !d.overloaded[i]
+		d.overloaded[i] = true
+		return false, true, firstDrop
+	}
+	d.overloaded[i] = false
+	d.inFlight[i]++
 	if d.running == 0 {
 		d.idle = make(chan struct{})
 	}
-	d.running += n
-	return true
+	d.running++
+	return true, false, false
 }
 
-// end counts one call as returned.
-func (d *Deliverer) end() {
+// end counts a call of observer i as returned.
+func (d *Deliverer) end(i int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.inFlight[i]--
 	d.running--
 	if d.running == 0 {
 		close(d.idle)
 		d.idle = nil
+	}
+}
+
+// dropped reports a commit an overloaded observer does not get: counted
+// every time, logged when an overload begins.
+func (d *Deliverer) dropped(ctx context.Context, m *run.Moment, firstDrop bool) {
+	d.telemetry().Emit(ctx, ports.FactObserverFailure, ports.Measurements{"count": 1},
+		ports.Label{Key: ports.LabelCheckpointType, Value: string(m.CheckpointType)},
+		ports.Label{Key: ports.LabelResult, Value: ResultDropped})
+	if firstDrop {
+		limit := d.MaxInFlight
+		if limit <= 0 {
+			limit = DefaultMaxInFlight
+		}
+		d.logger().Warn("docket checkpoint observer overloaded: dropping commits until one of its calls returns",
+			slog.Int("max_in_flight", limit),
+			slog.String("run_id", m.Run.ID),
+			slog.Int64("checkpoint_seq", m.Run.CheckpointSeq))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -267,4 +268,48 @@ func TestAnObserverThatCallsGoexitIsAFailure(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, logs.String(), "runtime.Goexit")
+}
+
+func TestABlockedObserverHoldsAtMostMaxInFlightCallsAndDropsTheRest(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var blockedCalls atomic.Int32
+	blocked := observe.Func(func(ctx context.Context, _ observe.Commit) error {
+		blockedCalls.Add(1)
+		<-release
+		return nil
+	})
+	tel := &facts{}
+	var logs bytes.Buffer
+	d := &observe.Deliverer{
+		Observers:   []observe.Observer{blocked},
+		Telemetry:   tel,
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+		MaxInFlight: 3,
+	}
+	const commits = 20
+	for range commits {
+		d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	}
+	require.Eventually(t, func() bool { return blockedCalls.Load() == 3 }, 10*time.Second, time.Millisecond,
+		"the blocked observer gets its first three commits")
+	close(release)
+	require.NoError(t, d.Wait(context.Background()))
+	assert.Equal(t, int32(3), blockedCalls.Load(), "commits arriving while the observer was full were dropped, not queued")
+
+	tel.mu.Lock()
+	dropped := 0
+	for _, name := range tel.emitted {
+		if name == ports.FactObserverFailure+":"+observe.ResultDropped {
+			dropped++
+		}
+	}
+	tel.mu.Unlock()
+	assert.Equal(t, commits-3, dropped, "every dropped delivery is counted")
+	assert.Equal(t, 1, strings.Count(logs.String(), "dropping"), "one warning per overload, not one per dropped commit")
+
+	// Once its calls have returned, the observer gets commits again.
+	d.Committed(context.Background(), ports.Tenantless(), retryMoment())
+	require.NoError(t, d.Wait(context.Background()))
+	assert.Equal(t, int32(4), blockedCalls.Load())
 }
