@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +52,7 @@ func (a *app) interruptsCommand() *cobra.Command {
 	var limit int
 	list := &cobra.Command{
 		Use:   "list [RUN_ID]",
-		Short: "List open interrupts of a run, or of the newest waiting runs",
+		Short: "List open interrupts of a run, or of the newest running and waiting runs",
 		Args:  rangeArgs(0, 1, "at most one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > ports.MaxPageLimit {
@@ -58,7 +61,7 @@ func (a *app) interruptsCommand() *cobra.Command {
 			return a.interruptsList(cmd.Context(), args, limit)
 		},
 	}
-	list.Flags().IntVar(&limit, "limit", 50, "waiting runs to look at, newest first (without RUN_ID)")
+	list.Flags().IntVar(&limit, "limit", 50, "running and waiting runs to look at, of each, newest first (without RUN_ID)")
 	return groupCommand("interrupts", "List and resolve interrupts", list, resolve)
 }
 
@@ -136,7 +139,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	defer cleanup()
 	c := a.client(rt)
 	var runs []*run.Run
-	leftOut := false // more runs wait than --limit let the list look at
+	leftOut := false // more unfinished runs than --limit let the list look at
 	if len(args) == 1 {
 		r, err := c.FetchRun(ctx, args[0])
 		if err != nil {
@@ -144,12 +147,25 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		}
 		runs = append(runs, r)
 	} else {
-		page, err := c.ListRuns(ctx, ports.ListRunsParams{Limit: limit, Statuses: []run.Status{run.StatusWaiting}})
-		if err != nil {
-			return err
+		// An interrupt is open in a waiting run, and also in a running one
+		// whose other branches are still at work; the store cannot select
+		// runs by their interrupts, so the newest --limit runs of each
+		// status are read. Running runs are listed first: a run that
+		// starts to wait in between is then listed twice, not missed.
+		var summaries []ports.RunSummary
+		for _, status := range []run.Status{run.StatusRunning, run.StatusWaiting} {
+			page, err := c.ListRuns(ctx, ports.ListRunsParams{Limit: limit, Statuses: []run.Status{status}})
+			if err != nil {
+				return err
+			}
+			leftOut = leftOut || page.HasMore
+			summaries = append(summaries, page.Runs...)
 		}
-		leftOut = page.HasMore
-		for _, s := range page.Runs {
+		slices.SortFunc(summaries, func(x, y ports.RunSummary) int {
+			return cmp.Or(y.StartedAt.Compare(x.StartedAt), strings.Compare(y.RunID, x.RunID)) // newest first, as runs list
+		})
+		summaries = slices.CompactFunc(summaries, func(x, y ports.RunSummary) bool { return x.RunID == y.RunID })
+		for _, s := range summaries {
 			r, err := c.FetchRun(ctx, s.RunID)
 			if errors.Is(err, ports.ErrNotFound) {
 				continue // finished and pruned since the listing
@@ -169,7 +185,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		}
 	}
 	if leftOut {
-		defer a.say("more runs are waiting than the %d looked at: raise --limit (at most %d)", limit, ports.MaxPageLimit)
+		defer a.say("more runs are running or waiting than the %d of each looked at: raise --limit (at most %d)", limit, ports.MaxPageLimit)
 	}
 	if a.json {
 		return printJSON(a.io.Out, open)

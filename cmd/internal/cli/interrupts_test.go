@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,4 +108,74 @@ func TestInterruptsResolvePrintsTheAnswerCanonically(t *testing.T) {
 
 	res := c.ok("interrupts", "resolve", r.ID, "score", "--value", "4.0")
 	assert.Contains(t, res.stdout, "resolved with 4.0;")
+}
+
+// branchInterruptRun drives, on a manual engine of the CLI's schema, a run
+// whose branch "ask" opens the interrupt "question" while its other
+// branch (prep, then slow) is still at work: slow fails and waits an hour
+// to retry, so the run stays running with the interrupt open.
+func branchInterruptRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
+	t.Helper()
+	c, db, sch := onDatabase(t)
+	ctx := context.Background()
+	reg := node.NewRegistry().
+		MustRegister("acme.ask", node.New(nil, func(_ context.Context, in node.Input) (node.Output, error) {
+			if answer, ok := in.State["answer"]; ok {
+				return node.Update(map[string]any{"out": answer}), nil
+			}
+			return node.Interrupt(node.InterruptRequest{ID: "question", ResumeChannel: "answer", Schema: schema.String()}), nil
+		})).
+		MustRegister("acme.prep", node.New(nil, func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"prepared": "yes"}), nil
+		})).
+		MustRegister("acme.slow", node.New(nil, func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, errors.New("ledger busy")
+		}))
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-branches").
+		State("answer", schema.String()).
+		State("prepared", schema.String()).
+		State("out", schema.String()).
+		Node("ask", "acme.ask").
+		Node("prep", "acme.prep").
+		Node("slow", "acme.slow", graph.Retry(3, 3_600_000)).
+		Edge("edge_start_ask", graph.Start, "ask").
+		Edge("edge_start_prep", graph.Start, "prep").
+		Edge("edge_prep_slow", "prep", "slow").
+		Edge("edge_ask_finish", "ask", graph.Finish).
+		Edge("edge_slow_finish", "slow", graph.Finish).
+		Output("out", "").
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	r, err = e.FetchRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusRunning, r.Status, "the slow branch is still at work")
+	require.Equal(t, run.InterruptOpen, r.Interrupts["question"].Status)
+	return c, e, r
+}
+
+// TestInterruptsListShowsOpenInterruptsOfRunningRuns: an interrupt one
+// branch opened while another branch still works can be answered, so the
+// list without a run id shows it, not only those of waiting runs.
+func TestInterruptsListShowsOpenInterruptsOfRunningRuns(t *testing.T) {
+	t.Parallel()
+	c, _, r := branchInterruptRun(t)
+	var open []interruptJSON
+	c.okJSON(&open, "interrupts", "list")
+	require.Len(t, open, 1)
+	assert.Equal(t, r.ID, open[0].RunID)
+	assert.Equal(t, "question", open[0].ID)
+	assert.Contains(t, c.ok("interrupts", "list").stdout, "question")
+
+	var resolved runJSON
+	c.okJSON(&resolved, "interrupts", "resolve", r.ID, "question", "--string", "yes")
+	c.okJSON(&open, "interrupts", "list")
+	assert.Empty(t, open, "an answered interrupt is no longer listed")
 }
