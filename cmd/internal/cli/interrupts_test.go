@@ -179,3 +179,25 @@ func TestInterruptsListShowsOpenInterruptsOfRunningRuns(t *testing.T) {
 	c.okJSON(&open, "interrupts", "list")
 	assert.Empty(t, open, "an answered interrupt is no longer listed")
 }
+
+// TestInterruptsOfAFinishedRunAreClosed: a finished run takes no answer,
+// so an interrupt it never had answered is shown closed, not open, and
+// answering it is a conflict that says why.
+func TestInterruptsOfAFinishedRunAreClosed(t *testing.T) {
+	t.Parallel()
+	c, _, r := ownNodesRun(t)
+	c.ok("runs", "cancel", r.ID)
+
+	var shown runJSON
+	c.okJSON(&shown, "runs", "show", r.ID)
+	require.Len(t, shown.Interrupts, 1)
+	assert.Equal(t, "closed", shown.Interrupts[0].Status)
+	assert.Regexp(t, `question\s+ask\s+closed`, c.ok("runs", "show", r.ID).stdout)
+
+	var open []interruptJSON
+	c.okJSON(&open, "interrupts", "list", r.ID)
+	assert.Empty(t, open)
+
+	res := c.fails(ExitConflict, "interrupts", "resolve", r.ID, "question", "--string", "yes")
+	assert.Contains(t, res.stderr, "is cancelled")
+}

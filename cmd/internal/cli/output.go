@@ -208,6 +208,11 @@ func toRunJSON(r *run.Run, info *ports.RunInfo) runJSON {
 	return out
 }
 
+// interruptClosed is the status shown for an interrupt its run finished
+// (done, failed or cancelled) without having answered: the document keeps
+// it open, but a finished run takes no answer.
+const interruptClosed = "closed"
+
 // interruptsOf lists r's interrupts by creation, then id.
 func interruptsOf(r *run.Run, withRunID bool) []interruptJSON {
 	ids := sortedKeys(r.Interrupts)
@@ -221,6 +226,9 @@ func interruptsOf(r *run.Run, withRunID bool) []interruptJSON {
 			ID: in.ID, NodeID: in.NodeID, Status: in.Status, ResumeChannel: in.ResumeChannel,
 			Schema: in.Schema, Metadata: in.Metadata,
 			CreatedAt: timestamp(in.CreatedAt), ResolvedAt: timestamp(in.ResolvedAt),
+		}
+		if in.Status == run.InterruptOpen && r.Status.Terminal() {
+			j.Status = interruptClosed
 		}
 		if withRunID {
 			j.RunID = r.ID
