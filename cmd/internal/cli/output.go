@@ -182,9 +182,7 @@ func toRunJSON(r *run.Run, info *ports.RunInfo) runJSON {
 		UpdatedAt:     timestamp(r.UpdatedAt),
 		FinishedAt:    timestamp(r.FinishedAt),
 	}
-	if r.Failure != nil {
-		out.Failure = &failureJSON{Code: r.Failure.Code, Message: r.Failure.Message, NodeID: r.Failure.NodeID, Details: r.Failure.Details}
-	}
+	out.Failure = toFailureJSON(r.Failure)
 	for _, id := range sortedKeys(r.ActiveTasks) {
 		t := r.ActiveTasks[id]
 		out.ActiveTasks = append(out.ActiveTasks, taskJSON{
@@ -206,6 +204,14 @@ func toRunJSON(r *run.Run, info *ports.RunInfo) runJSON {
 		}
 	}
 	return out
+}
+
+// toFailureJSON is the JSON form of a run's failure; nil for none.
+func toFailureJSON(f *run.Failure) *failureJSON {
+	if f == nil {
+		return nil
+	}
+	return &failureJSON{Code: f.Code, Message: f.Message, NodeID: f.NodeID, Details: f.Details}
 }
 
 // interruptClosed is the status shown for an interrupt its run finished

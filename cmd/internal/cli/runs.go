@@ -231,11 +231,7 @@ func (a *app) printRun(r runJSON) error {
 		line("metadata", compactJSON(r.Metadata))
 	}
 	if f := r.Failure; f != nil {
-		text := f.Code + ": " + f.Message
-		if f.NodeID != "" {
-			text += " (node " + f.NodeID + ")"
-		}
-		line("failure", text)
+		line("failure", failureText(f))
 		if len(f.Details) > 0 {
 			line("details", compactJSON(f.Details))
 		}
@@ -275,6 +271,34 @@ func (a *app) printRun(r runJSON) error {
 		return t.flush()
 	}
 	return nil
+}
+
+// failureText is the one-line form of a run's failure: its code, message
+// and node (its details, such as each failed node's error, go apart).
+func failureText(f *failureJSON) string {
+	text := f.Code + ": " + f.Message
+	if f.NodeID != "" {
+		text += " (node " + f.NodeID + ")"
+	}
+	return text
+}
+
+// printOutcome writes, below a run's status line, what it ended with: its
+// output, or why it failed (the failure and its details, as runs show
+// prints them).
+func (a *app) printOutcome(r *run.Run) {
+	line := func(label, value string) {
+		fmt.Fprintf(a.io.Out, "%s: %s\n", label, strings.ReplaceAll(value, "\n", `\u000a`))
+	}
+	if r.Output != nil {
+		line("output", compactJSON(r.Output))
+	}
+	if f := toFailureJSON(r.Failure); f != nil {
+		line("failure", failureText(f))
+		if len(f.Details) > 0 {
+			line("details", compactJSON(f.Details))
+		}
+	}
 }
 
 func compactMeta(m map[string]any) string {
@@ -494,9 +518,7 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 		return printJSON(a.io.Out, toRunJSON(r, nil))
 	}
 	fmt.Fprintf(a.io.Out, "run %s of %s@%s: %s\n", r.ID, r.GraphID, short(r.GraphHash), r.Status)
-	if r.Output != nil {
-		fmt.Fprintf(a.io.Out, "output: %s\n", compactJSON(r.Output))
-	}
+	a.printOutcome(r)
 	return nil
 }
 
@@ -537,9 +559,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 				return printJSON(a.io.Out, toRunJSON(r, nil))
 			}
 			fmt.Fprintf(a.io.Out, "run %s: %s\n", r.ID, r.Status)
-			if r.Output != nil {
-				fmt.Fprintf(a.io.Out, "output: %s\n", compactJSON(r.Output))
-			}
+			a.printOutcome(r)
 			return nil
 		},
 	}

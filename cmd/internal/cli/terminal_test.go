@@ -78,3 +78,26 @@ func TestRunsShowTellsWhyARunFailed(t *testing.T) {
 	require.Contains(t, compactJSON(shown.Failure.Details), "ledger unreachable")
 	assert.Contains(t, c.ok("runs", "show", r.ID).stdout, "ledger unreachable")
 }
+
+// TestRunsAwaitTellsWhyARunFailed: the text form of a wait that ends in a
+// failed run says why it failed, as runs show does and as the JSON form
+// (its failure) does.
+func TestRunsAwaitTellsWhyARunFailed(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+	reg := node.NewRegistry().MustRegister("acme.fail", node.New(nil,
+		func(context.Context, node.Input) (node.Output, error) {
+			return node.Output{}, errors.New("ledger unreachable")
+		}))
+	_, r := appNodeRun(t, db, sch, reg, graph.New("acme-fail").
+		State("out", schema.String()).
+		Node("ask", "acme.fail"))
+
+	var awaited runJSON
+	c.okJSON(&awaited, "runs", "await", r.ID)
+	require.NotNil(t, awaited.Failure)
+	out := c.ok("runs", "await", r.ID).stdout
+	assert.Contains(t, out, "run "+r.ID+": failed\n")
+	assert.Contains(t, out, "failure: "+awaited.Failure.Code+": "+awaited.Failure.Message)
+	assert.Contains(t, out, "ledger unreachable", "the failure's details")
+}
