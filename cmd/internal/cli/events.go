@@ -91,14 +91,16 @@ func (a *app) printEvent(e run.Event, cursor string) error {
 	return err
 }
 
-// printCursor reports where to resume, on stderr.
+// printCursor reports where to resume, on stderr; resume is what the
+// suggested command names before --after (a shell-quoted run id and a
+// space, or nothing).
 func (a *app) printCursor(cursor, resume string) {
 	if a.json {
 		b, _ := json.Marshal(map[string]string{"cursor": cursor})
 		fmt.Fprintln(a.io.Err, string(b))
 		return
 	}
-	a.say("cursor: %s (resume with: docket events tail %s--after %s)", cursor, resume, cursor)
+	a.say("cursor: %s (resume with: docket events tail %s--after %s)", cursor, resume, shellQuote(cursor))
 }
 
 // sleep waits d or until ctx ends, reporting whether to go on.
@@ -132,7 +134,7 @@ func (a *app) tailRun(ctx context.Context, runID string, after int64, follow boo
 		// Only a tail that ran prints where to resume; a failed one prints
 		// its error alone.
 		if printCursor {
-			a.printCursor(strconv.FormatInt(cursor, 10), runID+" ")
+			a.printCursor(strconv.FormatInt(cursor, 10), shellQuote(runID)+" ")
 		}
 	}()
 	for {

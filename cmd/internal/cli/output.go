@@ -428,3 +428,14 @@ func (s safeWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// shellQuote writes s as one word of a POSIX shell command line: as it is
+// when no character of it is special to a shell, else in single quotes
+// (a quote inside closes them, adds \' and reopens them). Commands docket
+// suggests quote the ids and cursors they carry, so they can be pasted.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/@%+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -162,7 +162,7 @@ func (a *app) runsList(ctx context.Context, p ports.ListRunsParams, all bool) er
 		return err
 	}
 	if res.HasMore {
-		a.say("more runs: docket runs list --before %s", res.NextBefore)
+		a.say("more runs: docket runs list --before %s", shellQuote(res.NextBefore))
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (a *app) printRun(r runJSON) error {
 		}
 		line("queue", queue)
 		if o.Poisoned {
-			line("poisoned", o.PoisonedAt+": "+o.PoisonReason+" (docket runs retry "+r.RunID+")")
+			line("poisoned", o.PoisonedAt+": "+o.PoisonReason+" (docket runs retry "+shellQuote(r.RunID)+")")
 		}
 	}
 	if len(r.Interrupts) > 0 {
@@ -380,7 +380,7 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 		return err
 	}
 	if res.HasMore {
-		a.say("more events: docket runs events %s --after %d", runID, res.NextAfterSeq)
+		a.say("more events: docket runs events %s --after %d", shellQuote(runID), res.NextAfterSeq)
 	}
 	return nil
 }
