@@ -111,7 +111,7 @@ type runJSON struct {
 	CheckpointSeq int64            `json:"checkpoint_seq"`
 	EventSeq      int64            `json:"event_seq"`
 	Input         jsonMap          `json:"input"`
-	Output        jsonMap          `json:"output,omitempty"`
+	Output        jsonMap          `json:"output,omitzero"` // exactly when done; {} for no outputs
 	Failure       *failureJSON     `json:"failure,omitempty"`
 	Interrupts    []interruptJSON  `json:"interrupts"`
 	ActiveTasks   []taskJSON       `json:"active_tasks"`
@@ -181,6 +181,9 @@ func toRunJSON(r *run.Run, info *ports.RunInfo) runJSON {
 		StartedAt:     timestamp(r.StartedAt),
 		UpdatedAt:     timestamp(r.UpdatedAt),
 		FinishedAt:    timestamp(r.FinishedAt),
+	}
+	if r.Status == run.StatusDone && out.Output == nil {
+		out.Output = jsonMap{}
 	}
 	out.Failure = toFailureJSON(r.Failure)
 	for _, id := range sortedKeys(r.ActiveTasks) {

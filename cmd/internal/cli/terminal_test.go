@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/schema"
@@ -100,4 +101,40 @@ func TestRunsAwaitTellsWhyARunFailed(t *testing.T) {
 	assert.Contains(t, out, "run "+r.ID+": failed\n")
 	assert.Contains(t, out, "failure: "+awaited.Failure.Code+": "+awaited.Failure.Message)
 	assert.Contains(t, out, "ledger unreachable", "the failure's details")
+}
+
+// TestDoneRunsAlwaysHaveAnOutputInJSON: a script reads the output of a
+// done run without checking for it, so a run of a graph that declares no
+// outputs has "output": {}; a run that is not done has none.
+func TestDoneRunsAlwaysHaveAnOutputInJSON(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+	ctx := context.Background()
+	reg := node.NewRegistry().MustRegister("acme.noop", node.New(nil,
+		func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"note": "seen"}), nil
+		}))
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-quiet").
+		State("note", schema.String()).
+		Node("noop", "acme.noop").
+		Edge("edge_start_noop", graph.Start, "noop").
+		Edge("edge_noop_finish", "noop", graph.Finish).
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	assert.NotContains(t, c.ok("runs", "show", r.ID, "--json").stdout, `"output"`, "a running run has no output yet")
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+
+	for _, args := range [][]string{{"runs", "show", r.ID}, {"runs", "await", r.ID}} {
+		var doc map[string]any
+		require.NoError(t, jsonUnmarshal(c.ok(append(args, "--json")...).stdout, &doc))
+		require.Equal(t, "done", doc["status"])
+		assert.Equal(t, map[string]any{}, doc["output"], "docket %v", args)
+	}
 }
