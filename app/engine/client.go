@@ -110,6 +110,7 @@ type StartOption func(*startOptions)
 type startOptions struct {
 	runID          string
 	idempotencyKey string
+	keyed          bool // WithIdempotencyKey was given, even with an empty key
 	metadata       map[string]any
 }
 
@@ -129,9 +130,12 @@ func WithRunID(id string) StartOption { return func(o *startOptions) { o.runID =
 // starting another. Reusing a key with different parameters is
 // ErrIdempotencyKeyReused. The key lives as long as its run: once the
 // pruner deletes the run, the key is free again. It cannot be combined
-// with WithRunID, which cannot choose a derived id either.
+// with WithRunID, which cannot choose a derived id either. An empty key is
+// ErrInvalidOptions, not "no key": a key taken from a missing request
+// header must not start a run without deduplication; leave the option out
+// for a start without a key.
 func WithIdempotencyKey(key string) StartOption {
-	return func(o *startOptions) { o.idempotencyKey = key }
+	return func(o *startOptions) { o.idempotencyKey, o.keyed = key, true }
 }
 
 // WithMetadata sets the run's application metadata (portable values).
@@ -162,7 +166,9 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 	}
 	runID := o.runID
 	switch {
-	case o.runID != "" && o.idempotencyKey != "":
+	case o.keyed && o.idempotencyKey == "":
+		return nil, fmt.Errorf("%w: WithIdempotencyKey: the key is empty (leave the option out to start without one)", ErrInvalidOptions)
+	case o.runID != "" && o.keyed:
 		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
 	case !ports.TextID(o.runID):
 		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL of at most %d bytes", ErrInvalidOptions, ports.MaxIDBytes)

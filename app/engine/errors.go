@@ -36,8 +36,9 @@ var (
 	// or with one in tenant-none mode.
 	ErrInvalidTenant = errors.New("invalid tenant")
 	// ErrInvalidOptions: malformed call options (an empty graph
-	// reference, a negative timeout, conflicting start options, an
-	// explicit run id of the form idempotency keys derive).
+	// reference, a negative timeout, conflicting start options, an empty
+	// idempotency key, an explicit run id of the form idempotency keys
+	// derive).
 	ErrInvalidOptions = errors.New("invalid options")
 	// ErrGraphMismatch: the stored document does not compile to the
 	// version it is stored under.

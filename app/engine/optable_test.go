@@ -74,6 +74,10 @@ func facadeOperationTable(t *testing.T, h *harness) {
 			_, err := e.StartRun(ctx, ref, nil, engine.WithRunID("x"), engine.WithIdempotencyKey("k"))
 			return err
 		}, engine.ErrInvalidOptions},
+		{"StartRun empty idempotency key", func() error {
+			_, err := e.StartRun(ctx, ref, map[string]any{"value": "b"}, engine.WithIdempotencyKey(""))
+			return err
+		}, engine.ErrInvalidOptions},
 		{"AwaitRun negative timeout", func() error { _, err := e.AwaitRun(ctx, running.ID, -time.Millisecond); return err }, engine.ErrInvalidOptions},
 		{"AwaitRun unknown", func() error { _, err := e.AwaitRun(ctx, "run_missing", 0); return err }, engine.ErrNotFound},
 		{"AwaitRun running", func() error { _, err := e.AwaitRun(ctx, running.ID, 0); return err }, engine.ErrAwaitTimeout},

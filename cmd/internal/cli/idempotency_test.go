@@ -32,3 +32,17 @@ func TestIdempotencyKeysAreScopedAndTheirRunIDsReserved(t *testing.T) {
 	c.fails(ExitNotFound, "runs", "show", first.RunID, "--tenant", "mallory")
 	c.ok("runs", "show", first.RunID, "--tenant", "acme")
 }
+
+// An explicitly empty --idempotency-key, as a script passes from an unset
+// variable, is a usage error rather than a start without deduplication.
+func TestAnEmptyIdempotencyKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	input := `{"customer":"Ada","amount":1500.0}`
+	c.fails(ExitUsage, "runs", "start", demo.GraphID, "--input", input, "--idempotency-key", "")
+	c.fails(ExitUsage, "runs", "start", demo.GraphID, "--input", input, "--idempotency-key=")
+	var page runPageJSON
+	c.okJSON(&page, "runs", "list")
+	assert.Empty(t, page.Runs, "no run was started")
+}

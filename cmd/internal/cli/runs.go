@@ -420,7 +420,9 @@ func (a *app) runsStartCommand() *cobra.Command {
 				meta = nil
 			}
 			var opts []engine.StartOption
-			if key != "" {
+			if cmd.Flags().Changed("idempotency-key") {
+				// Given but empty is refused by StartRun; only an absent
+				// flag means a start without a key.
 				opts = append(opts, engine.WithIdempotencyKey(key))
 			}
 			if runID != "" {
