@@ -2,15 +2,12 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/docketgo/docket/app/graphcache"
+	"github.com/docketgo/docket/app/internal/runid"
 	"github.com/docketgo/docket/app/vehicle"
 	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
@@ -164,19 +161,19 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 		}
 		opt(&o)
 	}
-	runID := o.runID
 	switch {
 	case o.keyed && o.idempotencyKey == "":
 		return nil, fmt.Errorf("%w: WithIdempotencyKey: the key is empty (leave the option out to start without one)", ErrInvalidOptions)
 	case o.runID != "" && o.keyed:
 		return nil, fmt.Errorf("%w: WithRunID and WithIdempotencyKey are exclusive", ErrInvalidOptions)
-	case !ports.TextID(o.runID):
-		return nil, fmt.Errorf("%w: WithRunID: a run id must be UTF-8 text without NUL of at most %d bytes", ErrInvalidOptions, ports.MaxIDBytes)
-	case derivedRunID(o.runID):
-		return nil, fmt.Errorf("%w: WithRunID: %q has the form of an idempotency key's run id (run_ and %d lowercase hex digits), reserved for WithIdempotencyKey",
-			ErrInvalidOptions, o.runID, derivedHexDigits)
-	case o.idempotencyKey != "":
-		runID = idempotentRunID(owner, o.idempotencyKey)
+	}
+	if err := runid.Check(o.runID); err != nil {
+		return nil, fmt.Errorf("%w: WithRunID: %v", ErrInvalidOptions, err)
+	}
+	runID := o.runID
+	switch {
+	case o.keyed:
+		runID = runid.FromKey(owner, o.idempotencyKey)
 	case runID == "":
 		runID = c.e.newID("run_")
 	}
@@ -206,7 +203,7 @@ func (c *Client) StartRun(ctx context.Context, ref GraphRef, input map[string]an
 			break
 		}
 		c.e.started.forget(owner, runID)
-		if errors.Is(err, ports.ErrConflict) && o.idempotencyKey != "" {
+		if errors.Is(err, ports.ErrConflict) && o.keyed {
 			// A repeat: no transition, and no error when it matches.
 			existing, absent, err := c.sameStart(ctx, owner, runID, m, err)
 			if absent && attempt == 0 {
@@ -256,39 +253,6 @@ func (c *Client) sameStart(ctx context.Context, owner ports.OwnerScope, runID st
 		return nil, false, fmt.Errorf("%w: run %q was started with other parameters", ErrIdempotencyKeyReused, runID)
 	}
 	return existing, false, nil
-}
-
-// derivedHexDigits is the length of the hex part of a derived run id.
-const derivedHexDigits = 32
-
-// idempotentRunID derives a run id from the owner scope and the client's
-// key, length-prefixed so no two (scope, key) pairs share an encoding.
-// Runs already stored under derived ids are found by their keys only as
-// long as this derivation does not change.
-func idempotentRunID(owner ports.OwnerScope, key string) string {
-	kind := "tenantless"
-	if !owner.IsTenantless() {
-		kind = "tenant"
-	}
-	h := sha256.New()
-	for _, part := range []string{"docket.start.v1", kind, owner.Key(), key} {
-		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
-	}
-	return "run_" + hex.EncodeToString(h.Sum(nil))[:derivedHexDigits]
-}
-
-// derivedRunID reports whether id has the form idempotentRunID gives.
-func derivedRunID(id string) bool {
-	digits, ok := strings.CutPrefix(id, "run_")
-	if !ok || len(digits) != derivedHexDigits {
-		return false
-	}
-	for i := 0; i < len(digits); i++ {
-		if c := digits[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // firstWake is the wake of an initialized run: now for continue and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/schema"
 	"github.com/docketgo/docket/domain/superstep"
+	"github.com/docketgo/docket/ports"
 )
 
 func TestSleeperRunsOnlyAfterTheParkIsAccepted(t *testing.T) {
@@ -83,6 +85,31 @@ func TestInvalidOptionsAreRejectedBeforeAnythingRuns(t *testing.T) {
 		assert.ErrorIs(t, err, inline.ErrInvalidOption, name)
 		assert.Empty(t, cps, name)
 	}
+}
+
+// The inline runner accepts the run ids the durable engine accepts, so a
+// run it creates can be saved where the engine keeps its runs.
+func TestRunIDsTheDurableEngineRefusesAreInvalidOptions(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	g := build(t, minimalLinear())
+	input := map[string]any{"value": "x"}
+	for name, id := range map[string]string{
+		"longer than ports.MaxIDBytes": strings.Repeat("r", ports.MaxIDBytes+1),
+		"not UTF-8":                    "run_\xff",
+		"with NUL":                     "run_\x00",
+		"an idempotency key's form":    "run_" + strings.Repeat("0a", 16),
+	} {
+		r, cps, err := inline.RunInline(context.Background(), g, input, k.options(inline.WithRunID(id))...)
+		assert.ErrorIs(t, err, inline.ErrInvalidOption, name)
+		assert.Nil(t, r, name)
+		assert.Empty(t, cps, name)
+		_, err = inline.NewRun(g, input, k.options(inline.WithRunID(id))...)
+		assert.ErrorIs(t, err, inline.ErrInvalidOption, name)
+	}
+	created, err := inline.NewRun(g, input, k.options(inline.WithRunID(strings.Repeat("r", ports.MaxIDBytes)))...)
+	require.NoError(t, err, "an id of ports.MaxIDBytes bytes is valid")
+	assert.Len(t, created.ID, ports.MaxIDBytes)
 }
 
 func TestMissingRunsAndGraphsAreErrors(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/app/executor"
+	"github.com/docketgo/docket/app/internal/runid"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/run"
 )
@@ -71,7 +72,12 @@ func WithMaxSteps(n int) Option {
 	return func(c *config) { c.maxSteps, c.limitSteps = n, true }
 }
 
-// WithRunID fixes the ID of a new run instead of generating one.
+// WithRunID fixes the ID of a new run instead of generating one. It takes
+// the ids the durable engine's WithRunID takes, so a run started inline can
+// be stored with its id: UTF-8 text without NUL of at most
+// ports.MaxIDBytes bytes, and not of the form "run_" and 32 lowercase hex
+// digits that the engine reserves for idempotency keys. Any other id is an
+// ErrInvalidOption; the empty id means a generated one.
 func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
 
 // WithMetadata sets the application metadata of a new run.
@@ -130,6 +136,9 @@ func setConfig(c *config, opts []Option) error {
 		return fmt.Errorf("%w: max steps %d is negative", ErrInvalidOption, c.maxSteps)
 	case c.maxAttemptElapsed < time.Millisecond:
 		return fmt.Errorf("%w: max attempt elapsed %s is below 1ms", ErrInvalidOption, c.maxAttemptElapsed)
+	}
+	if err := runid.Check(c.runID); err != nil {
+		return fmt.Errorf("%w: WithRunID: %v", ErrInvalidOption, err)
 	}
 	return nil
 }
