@@ -36,23 +36,31 @@ func (c *Client) owner() (ports.OwnerScope, error) {
 // resulting effective document as an immutable version. Saving the same
 // content again is idempotent and returns the same reference. A graph
 // that does not compile returns a *graph.CompileError (errors.Is
-// graph.ErrInvalidGraph) with every diagnostic.
+// graph.ErrInvalidGraph) with every diagnostic. SaveGraphVersion also
+// reports when the version was published.
 func (c *Client) SaveGraph(ctx context.Context, g *graph.Graph) (GraphRef, error) {
-	owner, err := c.owner()
-	if err != nil {
-		return GraphRef{}, err
-	}
-	compiled, err := graph.Compile(g, c.e.cfg.Nodes, graph.Options{Profile: graph.ProfilePublish})
-	if err != nil {
-		return GraphRef{}, err
-	}
-	sctx, cancel := c.e.storeCall(ctx)
-	defer cancel()
-	v, err := c.e.backend.SaveGraph(sctx, owner, ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
+	v, err := c.SaveGraphVersion(ctx, g)
 	if err != nil {
 		return GraphRef{}, err
 	}
 	return v.Ref, nil
+}
+
+// SaveGraphVersion is SaveGraph returning the stored version: its
+// reference and the time it was first published, which a re-save of the
+// same content keeps (as ListGraphVersions and LatestGraphRef report it).
+func (c *Client) SaveGraphVersion(ctx context.Context, g *graph.Graph) (*ports.GraphVersion, error) {
+	owner, err := c.owner()
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := graph.Compile(g, c.e.cfg.Nodes, graph.Options{Profile: graph.ProfilePublish})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := c.e.storeCall(ctx)
+	defer cancel()
+	return c.e.backend.SaveGraph(sctx, owner, ports.SaveGraphParams{Graph: compiled.Effective, Hash: compiled.Hash})
 }
 
 // FetchGraph returns a stored effective document.

@@ -521,6 +521,33 @@ func TestGraphVersionsArePublishedOncePerContent(t *testing.T) {
 	assert.ErrorIs(t, err, engine.ErrInvalidOptions)
 }
 
+// SaveGraphVersion reports when a version was first published, also on a
+// re-save, so a caller need not look the version up among the listed ones.
+func TestSaveGraphVersionReportsTheFirstPublicationTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(true)
+	e := manual(t, h, newKit())
+	published := h.clock.Now()
+	first, err := e.SaveGraphVersion(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	assert.Equal(t, published, first.PublishedAt)
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	assert.Equal(t, ref, first.Ref, "SaveGraph returns the same reference")
+
+	h.clock.Advance(time.Minute)
+	_, err = e.SaveGraphVersion(ctx, build(t, minimalLinear().Description("v2")))
+	require.NoError(t, err)
+	h.clock.Advance(time.Minute)
+	again, err := e.SaveGraphVersion(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	assert.Equal(t, *first, *again, "a re-save reports the first publication")
+
+	_, err = e.SaveGraphVersion(ctx, nil)
+	assert.ErrorIs(t, err, graph.ErrInvalidGraph)
+}
+
 func TestPrunerDeletesOnlyTerminalRunsPastRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/docketgo/docket/adapters/postgres"
 	"github.com/docketgo/docket/app/demo"
+	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/graph"
@@ -861,6 +862,33 @@ func TestGraphShowOfAnOlderVersionHasItsPublicationTime(t *testing.T) {
 	c.okJSON(&shown, "graph", "show", demo.GraphID, "--hash", oldest.Hash)
 	assert.Equal(t, oldest.Hash, shown.Hash)
 	assert.Equal(t, oldest.PublishedAt, shown.PublishedAt)
+}
+
+// TestGraphPublishReportsThePublicationTimeOfAnOldVersion: publishing a
+// version again reports when it was first published, however many newer
+// versions there are.
+func TestGraphPublishReportsThePublicationTimeOfAnOldVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, db, sch := onDatabase(t)
+	var first versionJSON
+	c.okJSON(&first, "graph", "publish", "--example")
+	require.NotEmpty(t, first.PublishedAt)
+
+	// More newer versions than one page of versions holds.
+	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: demo.Registry()})
+	require.NoError(t, err)
+	for i := range ports.MaxPageLimit {
+		g, err := demo.Graph()
+		require.NoError(t, err)
+		g.Description = fmt.Sprintf("version %d", i)
+		_, err = e.SaveGraph(ctx, g)
+		require.NoError(t, err)
+	}
+
+	var again versionJSON
+	c.okJSON(&again, "graph", "publish", "--example")
+	assert.Equal(t, first, again, "the first publication, with its time")
 }
 
 // TestInterruptsListSaysWhenWaitingRunsWereLeftOut: the list looks at the

@@ -261,22 +261,15 @@ func (a *app) graphPublish(ctx context.Context, args []string, example bool) err
 	}
 	defer cleanup()
 	c := a.client(rt)
-	ref, err := c.SaveGraph(ctx, g)
+	v, err := c.SaveGraphVersion(ctx, g)
 	if err != nil {
 		return err
 	}
-	res := versionJSON{GraphID: ref.GraphID, Hash: ref.Hash}
-	if page, err := c.ListGraphVersions(ctx, ref.GraphID, ports.ListGraphVersionsParams{Limit: ports.MaxPageLimit}); err == nil {
-		for _, v := range page.Versions {
-			if v.Ref == ref {
-				res.PublishedAt = timestamp(v.PublishedAt)
-			}
-		}
-	}
+	res := versionJSON{GraphID: v.Ref.GraphID, Hash: v.Ref.Hash, PublishedAt: timestamp(v.PublishedAt)}
 	if a.json {
 		return printJSON(a.io.Out, res)
 	}
-	fmt.Fprintf(a.io.Out, "published %s@%s\n", ref.GraphID, ref.Hash)
+	fmt.Fprintf(a.io.Out, "published %s@%s\n", v.Ref.GraphID, v.Ref.Hash)
 	return nil
 }
 
