@@ -3,8 +3,9 @@
 //
 //   - Listener: PostgreSQL LISTEN on channel docket_wake over its own
 //     dedicated session connection (never a pooled one), accepting only
-//     announcements whose payload is its Docket schema, reconnecting with
-//     exponential backoff when the session is lost.
+//     announcements whose payload is its Docket schema, checking that an
+//     idle session still answers, and reconnecting with exponential
+//     backoff when the session is lost or stops answering.
 //   - Broadcaster: an in-process notifier for stores and runners that live
 //     in the same process as their dispatcher.
 //   - None: poll-only mode (for example behind PgBouncer in transaction

@@ -12,6 +12,7 @@ import (
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // Channel is the PostgreSQL notification channel Docket stores announce
@@ -24,6 +25,19 @@ const (
 	DefaultMaxBackoff = 10 * time.Second
 )
 
+// Default liveness check of a Listener's session: after DefaultPingInterval
+// without a notification it sends an empty query, which must answer within
+// DefaultPingTimeout. A session that stopped answering without being
+// closed (a dead route, a frozen proxy, a failed-over server) is thus
+// noticed within about 40s instead of after TCP keepalive and
+// retransmission give up (tens of minutes), at the cost of one
+// negligible statement per idle half minute; an empty query never waits
+// for a lock, so 10s is far above any healthy answer.
+const (
+	DefaultPingInterval = 30 * time.Second
+	DefaultPingTimeout  = 10 * time.Second
+)
+
 // closeTimeout bounds closing a connection that may already be broken.
 const closeTimeout = 2 * time.Second
 
@@ -34,7 +48,9 @@ type ListenerConfig struct {
 	// Listen call, never taken from a pool. It must reach PostgreSQL
 	// directly or through session pooling: LISTEN does not work behind
 	// PgBouncer's transaction or statement pooling (use None there). It is
-	// copied; application_name defaults to "docket-wake-listener".
+	// copied; application_name defaults to "docket-wake-listener", and
+	// its OnNotification hook and BuildContextWatcherHandler are replaced
+	// by the listener's own.
 	ConnConfig *pgx.ConnConfig
 	// Schema is the Docket schema whose announcements count (required):
 	// a notification is a Wake only when its payload equals Schema, which
@@ -46,6 +62,15 @@ type ListenerConfig struct {
 	// between reconnect attempts (defaults 100ms and 10s).
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// PingInterval is how long a session may stay silent (no
+	// notification) before the listener checks that it still answers
+	// (default 30s), and PingTimeout how long that check, an empty query,
+	// may take (default 10s). A session that does not answer in time is
+	// treated as lost: closed, reported not Connected, and replaced like
+	// any lost session. Both bound how long a stalled session goes
+	// unnoticed: PingInterval plus PingTimeout at most.
+	PingInterval time.Duration
+	PingTimeout  time.Duration
 	// Logger receives connection losses and reconnects (default
 	// slog.Default()). Notifications themselves are never logged.
 	Logger *slog.Logger
@@ -56,16 +81,21 @@ type ListenerConfig struct {
 
 // Listener is the LISTEN/NOTIFY notifier of the PostgreSQL backend. Each
 // Listen call holds one dedicated session connection for as long as its
-// context lives. A lost connection is reopened with exponential backoff
-// and re-subscribed; announcements sent meanwhile are lost, so after a
-// reconnect the listener delivers one Wake to make its consumer poll.
+// context lives. A lost connection, or one that does not answer a
+// liveness check (see ListenerConfig.PingInterval), is reopened with
+// exponential backoff and re-subscribed; announcements sent meanwhile are
+// lost, so after a reconnect the listener delivers one Wake to make its
+// consumer poll.
 type Listener struct {
 	connConfig *pgx.ConnConfig
 	schema     string
 	minBackoff time.Duration
 	maxBackoff time.Duration
-	logger     *slog.Logger
-	telemetry  ports.Telemetry
+	// pingInterval and pingTimeout are the liveness check of a session.
+	pingInterval time.Duration
+	pingTimeout  time.Duration
+	logger       *slog.Logger
+	telemetry    ports.Telemetry
 	// reconnecting counts the subscriptions that lost their connection
 	// and have not got a new one yet.
 	reconnecting atomic.Int32
@@ -105,6 +135,15 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		return nil, fmt.Errorf("notify: ListenerConfig.MaxBackoff %v is below MinBackoff %v", cfg.MaxBackoff, cfg.MinBackoff)
 	}
+	if cfg.PingInterval < 0 || cfg.PingTimeout < 0 {
+		return nil, errors.New("notify: ListenerConfig.PingInterval and PingTimeout must not be negative")
+	}
+	if cfg.PingInterval == 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = DefaultPingTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -115,6 +154,13 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 	// With a hook of its own, pgx hands notifications to the hook and
 	// WaitForNotification returns none (a pool's config may carry one).
 	connConfig.OnNotification = nil
+	// The listener ends every silent PingInterval by its context's
+	// deadline, which must only interrupt the read: a cancel request per
+	// interval (pgconn.CancelRequestContextWatcherHandler, which a pool's
+	// config may carry) would open a connection to the server each time.
+	connConfig.BuildContextWatcherHandler = func(pgConn *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pgConn.Conn()}
+	}
 	if connConfig.RuntimeParams == nil {
 		connConfig.RuntimeParams = map[string]string{}
 	}
@@ -122,12 +168,14 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 		connConfig.RuntimeParams["application_name"] = "docket-wake-listener"
 	}
 	return &Listener{
-		connConfig: connConfig,
-		schema:     cfg.Schema,
-		minBackoff: cfg.MinBackoff,
-		maxBackoff: cfg.MaxBackoff,
-		logger:     cfg.Logger,
-		telemetry:  cfg.Telemetry,
+		connConfig:   connConfig,
+		schema:       cfg.Schema,
+		minBackoff:   cfg.MinBackoff,
+		maxBackoff:   cfg.MaxBackoff,
+		pingInterval: cfg.PingInterval,
+		pingTimeout:  cfg.PingTimeout,
+		logger:       cfg.Logger,
+		telemetry:    cfg.Telemetry,
 	}, nil
 }
 
@@ -167,7 +215,7 @@ func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
 func (l *Listener) run(ctx context.Context, conn *pgx.Conn, out chan ports.Wake) {
 	defer close(out)
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := l.wait(ctx, conn)
 		if err == nil {
 			if n != nil {
 				l.handle(ctx, n, out)
@@ -189,6 +237,29 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, out chan ports.Wake)
 		// catches up with all of them.
 		offer(out)
 	}
+}
+
+// wait returns the next notification of conn, or nil when conn stayed
+// silent for pingInterval and answered a ping within pingTimeout. A
+// session that does not answer the ping is reported as an error, like a
+// closed one: otherwise a half-open connection would keep the listener
+// waiting, and Connected true, until TCP gives up.
+func (l *Listener) wait(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
+	silent, cancel := context.WithTimeout(ctx, l.pingInterval)
+	n, err := conn.WaitForNotification(silent)
+	cancel()
+	if err == nil || ctx.Err() != nil || !pgconn.Timeout(err) || conn.IsClosed() {
+		return n, err
+	}
+	ping, cancel := context.WithTimeout(ctx, l.pingTimeout)
+	defer cancel()
+	if err := conn.Ping(ping); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("liveness check (timeout %v): %w", l.pingTimeout, err)
+	}
+	return nil, nil
 }
 
 func (l *Listener) handle(ctx context.Context, n *pgconn.Notification, out chan ports.Wake) {

@@ -242,6 +242,8 @@ func TestNewListenerValidatesItsConfig(t *testing.T) {
 		{"missing schema: no store announces with an empty payload", notify.ListenerConfig{ConnConfig: cfg}},
 		{"negative backoff", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", MinBackoff: -time.Second}},
 		{"max below min", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
+		{"negative ping interval", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", PingInterval: -time.Second}},
+		{"negative ping timeout", notify.ListenerConfig{ConnConfig: cfg, Schema: "x", PingTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
