@@ -68,7 +68,10 @@ type ListenerConfig struct {
 	// may take (default 10s). A session that does not answer in time is
 	// treated as lost: closed, reported not Connected, and replaced like
 	// any lost session. Both bound how long a stalled session goes
-	// unnoticed: PingInterval plus PingTimeout at most.
+	// unnoticed: PingInterval plus PingTimeout at most. PingTimeout also
+	// bounds opening a session (connecting, authenticating and LISTEN),
+	// so an attempt against a server that never answers fails and is
+	// retried; a shorter connect_timeout in ConnConfig still applies.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
 	// Logger receives connection losses and reconnects (default
@@ -198,8 +201,20 @@ func (l *Listener) Listen(ctx context.Context) (<-chan ports.Wake, error) {
 	return out, nil
 }
 
-// connect opens one session and subscribes it.
+// connect opens one session and subscribes it within pingTimeout: a
+// server that accepts the connection and then never answers (a frozen
+// proxy) would otherwise hold Listen, or a reconnect, until TCP gives up.
 func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	bounded, cancel := context.WithTimeout(ctx, l.pingTimeout)
+	defer cancel()
+	conn, err := l.subscribe(bounded)
+	if err != nil && ctx.Err() == nil && bounded.Err() != nil {
+		return nil, fmt.Errorf("no answer within PingTimeout %v: %w", l.pingTimeout, err)
+	}
+	return conn, err
+}
+
+func (l *Listener) subscribe(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, l.connConfig.Copy())
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ type stallingProxy struct {
 
 	sessions atomic.Int32 // connections opened for a session so far
 	cancels  atomic.Int32 // connections opened for a cancel request so far
+	stallNew atomic.Bool  // connections accepted meanwhile are stalled from the start
 
 	mu       sync.Mutex
 	closed   bool
@@ -76,7 +78,7 @@ func (p *stallingProxy) accept() {
 const cancelRequestCode = 80877102
 
 // serve counts what client opens (a session or a cancel request) and
-// forwards it.
+// forwards it, stalled from the start while StallNew is on.
 func (p *stallingProxy) serve(client net.Conn) {
 	head := make([]byte, 8) // length and protocol version or request code
 	if _, err := io.ReadFull(client, head); err != nil {
@@ -88,6 +90,9 @@ func (p *stallingProxy) serve(client net.Conn) {
 		p.sessions.Add(1)
 	}
 	stall := make(chan struct{})
+	if p.stallNew.Load() {
+		close(stall)
+	}
 	server, err := net.Dial(p.network, p.address)
 	if err != nil || !p.track(server) {
 		_ = client.Close()
@@ -96,8 +101,12 @@ func (p *stallingProxy) serve(client net.Conn) {
 	p.mu.Lock()
 	p.stallers = append(p.stallers, stall)
 	p.mu.Unlock()
-	if _, err := server.Write(head); err != nil {
-		return
+	select {
+	case <-stall:
+	default:
+		if _, err := server.Write(head); err != nil {
+			return
+		}
 	}
 	go p.pump(client, server, stall)
 	go p.pump(server, client, stall)
@@ -159,6 +168,11 @@ func (p *stallingProxy) Stall() {
 	}
 }
 
+// StallNew makes the connections accepted from now on stall from the
+// start (on) or be forwarded (off), as a server that accepts connections
+// and never answers them, or one reached again.
+func (p *stallingProxy) StallNew(on bool) { p.stallNew.Store(on) }
+
 func (p *stallingProxy) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -197,6 +211,54 @@ func TestListenerReplacesASessionThatStopsAnswering(t *testing.T) {
 	require.Eventually(t, env.listener.Connected, arrival, 5*time.Millisecond,
 		"connected again once a new session listens")
 	env.notifyOn(t, "stalling")
+	expectWake(t, wakes, "an announcement after the reconnect")
+}
+
+// Opening a session is bounded too: a server that accepts the connection
+// and never answers fails Listen instead of holding it until TCP gives up.
+func TestListenerGivesUpOnAServerThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	var proxy *stallingProxy
+	env := newListenerEnv(t, "unanswered", func(c *notify.ListenerConfig) {
+		proxy = newStallingProxy(t, c.ConnConfig)
+		c.PingTimeout = 300 * time.Millisecond
+	})
+	proxy.StallNew(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := env.listener.Listen(ctx)
+		failed <- err
+	}()
+	select {
+	case err := <-failed:
+		assert.Error(t, err, "the unanswered subscription is reported")
+	case <-time.After(arrival):
+		t.Fatal("Listen waits for a server that never answers")
+	}
+}
+
+// A reconnect attempt that the server accepts and never answers is given
+// up and retried, so the listener recovers once the server answers again.
+func TestListenerRetriesAReconnectThatGetsNoAnswer(t *testing.T) {
+	t.Parallel()
+	var proxy *stallingProxy
+	env := newListenerEnv(t, "retrying", func(c *notify.ListenerConfig) {
+		proxy = newStallingProxy(t, c.ConnConfig)
+		c.PingInterval, c.PingTimeout = 50*time.Millisecond, 300*time.Millisecond
+	})
+	wakes, _ := env.listen(t)
+	proxy.StallNew(true)
+	proxy.Stall()
+	require.Eventually(t, func() bool { return !env.listener.Connected() }, arrival, 5*time.Millisecond,
+		"a session that stopped answering is reported lost")
+	require.Eventually(t, func() bool { return proxy.sessions.Load() >= 2 }, arrival, 5*time.Millisecond,
+		"a reconnect attempt reaches the unanswering server")
+	proxy.StallNew(false)
+	expectWake(t, wakes, "the catch-up Wake once a later attempt is answered")
+	require.Eventually(t, env.listener.Connected, arrival, 5*time.Millisecond, "connected again")
+	env.notifyOn(t, "retrying")
 	expectWake(t, wakes, "an announcement after the reconnect")
 }
 
