@@ -26,36 +26,10 @@ func chainGraph(b testing.TB, k int) *graph.Compiled {
 // ten supersteps (plan, settle) and completion.
 func BenchmarkChain10(b *testing.B) {
 	g := chainGraph(b, 10)
-	env := superstep.Env{Now: t0}
 	results := []superstep.Result{{Outcome: superstep.OutcomeUpdate, Update: map[string]any{"out": "v"}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := superstep.Start(g, superstep.StartParams{RunID: "run_b", Input: map[string]any{"in": "x"}}, env)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := m.Run
-		for r.Status == run.StatusRunning {
-			step, err := superstep.Advance(g, r, env)
-			if err != nil {
-				b.Fatal(err)
-			}
-			switch step.Kind {
-			case superstep.Commit:
-				r = step.Moment.Run
-			case superstep.Execute:
-				m, err := superstep.Settle(g, r, step, results, env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r = m.Run
-			default:
-				b.Fatalf("unexpected step %v", step.Kind)
-			}
-		}
-		if r.Status != run.StatusDone {
-			b.Fatalf("run ended %s", r.Status)
-		}
+		runToEnd(b, g, func(superstep.Step) []superstep.Result { return results })
 	}
 }
 
@@ -79,40 +53,48 @@ func BenchmarkFanJoin(b *testing.B) {
 	for _, k := range []int{100, 1000, 4000} {
 		b.Run(fmt.Sprint(k), func(b *testing.B) {
 			g := fanJoinGraph(b, k)
-			env := superstep.Env{Now: t0}
 			b.ReportAllocs()
 			for b.Loop() {
-				m, err := superstep.Start(g, superstep.StartParams{RunID: "run_b", Input: map[string]any{"in": "x"}}, env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r := m.Run
-				for r.Status == run.StatusRunning {
-					step, err := superstep.Advance(g, r, env)
-					if err != nil {
-						b.Fatal(err)
+				runToEnd(b, g, func(step superstep.Step) []superstep.Result {
+					results := make([]superstep.Result, len(step.Activations))
+					for i := range results {
+						results[i] = superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{}}
 					}
-					switch step.Kind {
-					case superstep.Commit:
-						r = step.Moment.Run
-					case superstep.Execute:
-						results := make([]superstep.Result, len(step.Activations))
-						for i := range results {
-							results[i] = superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{}}
-						}
-						m, err := superstep.Settle(g, r, step, results, env)
-						if err != nil {
-							b.Fatal(err)
-						}
-						r = m.Run
-					default:
-						b.Fatalf("unexpected step %v", step.Kind)
-					}
-				}
-				if r.Status != run.StatusDone {
-					b.Fatalf("run ended %s", r.Status)
-				}
+					return results
+				})
 			}
 		})
+	}
+}
+
+// runToEnd drives a run of g from its start until it is done, settling
+// every execute step with the results results gives.
+func runToEnd(b *testing.B, g *graph.Compiled, results func(superstep.Step) []superstep.Result) {
+	env := superstep.Env{Now: t0}
+	m, err := superstep.Start(g, superstep.StartParams{RunID: "run_b", Input: map[string]any{"in": "x"}}, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := m.Run
+	for r.Status == run.StatusRunning {
+		step, err := superstep.Advance(g, r, env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch step.Kind {
+		case superstep.Commit:
+			r = step.Moment.Run
+		case superstep.Execute:
+			m, err := superstep.Settle(g, r, step, results(step), env)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r = m.Run
+		default:
+			b.Fatalf("unexpected step %v", step.Kind)
+		}
+	}
+	if r.Status != run.StatusDone {
+		b.Fatalf("run ended %s", r.Status)
 	}
 }
