@@ -98,7 +98,18 @@ func (a *app) answeringClient(ctx context.Context, rt *wiring.Runtime, runID str
 	if err != nil {
 		return c, nil
 	}
-	g, err := c.FetchGraph(ctx, engine.GraphRef{GraphID: r.GraphID, Hash: r.GraphHash})
+	return a.knowingClient(ctx, rt, engine.GraphRef{GraphID: r.GraphID, Hash: r.GraphHash})
+}
+
+// knowingClient is the configured scope's client of an engine that knows,
+// beside the example nodes, every node implementation the graph version
+// ref names, each as a stand-in that never runs. Starting a run or
+// answering an interrupt runs no node, so the CLI does both for graphs
+// whose nodes only the application's own worker registers. When the graph
+// cannot be read, the CLI's own client reports why.
+func (a *app) knowingClient(ctx context.Context, rt *wiring.Runtime, ref engine.GraphRef) (*engine.Client, error) {
+	c := a.client(rt)
+	g, err := c.FetchGraph(ctx, ref)
 	if err != nil {
 		return c, nil
 	}

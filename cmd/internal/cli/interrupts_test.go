@@ -201,3 +201,24 @@ func TestInterruptsOfAFinishedRunAreClosed(t *testing.T) {
 	res := c.fails(ExitConflict, "interrupts", "resolve", r.ID, "question", "--string", "yes")
 	assert.Contains(t, res.stderr, "is cancelled")
 }
+
+// TestRunsStartStartsARunOfNodesTheCLIDoesNotKnow: starting a run runs no
+// node, so the CLI starts runs of any published workflow, not only of the
+// example graph; the graph's input schema still judges the input, and the
+// application's worker drives the run.
+func TestRunsStartStartsARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	c, e, r := ownNodesRun(t)
+	c.fails(ExitUsage, "runs", "start", r.GraphID, "--input", `{"ticket":"T-1"}`)
+	var started runJSON
+	c.okJSON(&started, "runs", "start", r.GraphID)
+	assert.Equal(t, "running", string(started.Status))
+	assert.Equal(t, r.GraphHash, started.GraphHash)
+
+	ctx := context.Background()
+	_, err := e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	second, err := e.FetchRun(ctx, started.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusWaiting, second.Status, "the application's worker drove the run the CLI started")
+}

@@ -500,6 +500,11 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 		}
 		ref = v.Ref
 	}
+	// Starting a run runs no node: the graph may be of nodes only the
+	// application's own worker registers.
+	if c, err = a.knowingClient(ctx, rt, ref); err != nil {
+		return err
+	}
 	r, err := c.StartRun(ctx, ref, input, opts...)
 	if err != nil {
 		return err
