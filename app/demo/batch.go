@@ -207,7 +207,8 @@ func follow(ctx context.Context, c *engine.Client, br *BatchRun) error {
 		if r.Status.Terminal() {
 			return nil
 		}
-		for _, id := range openInterrupts(r) {
+		for _, in := range r.OpenInterrupts() {
+			id := in.ID
 			decision := ManagerDecision(br.Application.Amount)
 			resolved, err := c.ResolveInterrupt(ctx, r.ID, id, decision)
 			switch {
@@ -227,16 +228,4 @@ func deadlineOf(ctx context.Context) time.Time {
 		return d
 	}
 	return time.Now().Add(DefaultBatchTimeout)
-}
-
-// openInterrupts returns the ids of r's open interrupts, sorted.
-func openInterrupts(r *run.Run) []string {
-	var ids []string
-	for id, in := range r.Interrupts {
-		if in.Status == run.InterruptOpen {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }

@@ -7,7 +7,11 @@
 // proposals are new values that a store commits or discards.
 package run
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Status is a run's lifecycle status. Created exists only in memory before
 // initialization and is never stored.
@@ -135,6 +139,25 @@ type Interrupt struct {
 	CreatedAt     time.Time
 	ResolvedAt    time.Time // non-zero iff resolved
 	Metadata      map[string]any
+}
+
+// OpenInterrupts returns the interrupts of r that wait for an answer,
+// sorted by ID, or nil when none does (as on a nil run). These are what
+// a waiting run waits for: answer each with the engine's ResolveInterrupt
+// (or inline.ResolveInterruptInline), by ID. The values are copies, but
+// their Schema and Metadata maps are r's own: treat them as read-only.
+func (r *Run) OpenInterrupts() []Interrupt {
+	if r == nil {
+		return nil
+	}
+	var open []Interrupt
+	for _, in := range r.Interrupts {
+		if in.Status == InterruptOpen {
+			open = append(open, in)
+		}
+	}
+	slices.SortFunc(open, func(a, b Interrupt) int { return strings.Compare(a.ID, b.ID) })
+	return open
 }
 
 // Timer kinds.
