@@ -36,7 +36,9 @@ type Input struct {
 	// State is the committed public state view of the superstep, keyed by
 	// input and field ID. A field with neither a value nor a default is
 	// absent. Writes made by other nodes in the same superstep are never
-	// visible. Read-only by contract.
+	// visible. Read-only by contract. Values are portable (package value):
+	// string, bool, int64, float64, []any, map[string]any or nil, so an
+	// integer field reads as int64, never int.
 	State map[string]any
 	// Config is the node's effective configuration (defaults applied).
 	Config map[string]any
@@ -132,7 +134,10 @@ type InterruptRequest struct {
 	ID string
 	// ResumeChannel is the state field the resolution is written to.
 	ResumeChannel string
-	// Schema, when set, is what the resolution must satisfy.
+	// Schema, when set, is what the resolution must satisfy. Like every
+	// schema it accepts null unless required: use AsRequired (as in
+	// schema.Enum("approve", "revise").AsRequired()) when an answer must
+	// be given, or a null answer resolves the interrupt.
 	Schema *schema.Schema
 	// Metadata is open portable content stored with the interrupt.
 	Metadata map[string]any

@@ -5,6 +5,11 @@
 // It is not a JSON Schema implementation: the IR is deliberately small
 // (string, float, integer, boolean, map, list, object, enum) so that every
 // adapter and every language can evaluate it identically.
+//
+// Every schema accepts null (nil) unless it is required (Schema.Required,
+// AsRequired): Enum("approve", "revise") accepts "approve", "revise" and
+// null. Require the schemas of interrupt resolutions and inputs that must
+// hold a value.
 package schema
 
 // Type names a schema type as written on the wire.
