@@ -11,6 +11,12 @@ import (
 // AwaitRun waits up to timeout (>= 0) for the run to park for outside
 // input (waiting) or finish (done, failed, cancelled) and returns it.
 //
+// A run that is waiting already is returned at once: awaiting a run's end
+// across interrupts is a loop that answers r.OpenInterrupts() and awaits
+// again. Where another process answers them, AwaitRun does not wait for
+// that answer; re-read the run (FetchRun) until its CheckpointSeq moves
+// past the waiting run's, then await again.
+//
 // A poisoned run is reported at once as a *PoisonedError (errors.Is
 // ErrPoisoned) carrying its RunInfo: it will not move until
 // RetryPoisonedRun. When the timeout passes first the error is
