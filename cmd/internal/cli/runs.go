@@ -283,24 +283,6 @@ func failureText(f *failureJSON) string {
 	return text
 }
 
-// printOutcome writes, below a run's status line, what it ended with: its
-// output, or why it failed (the failure and its details, as runs show
-// prints them).
-func (a *app) printOutcome(r *run.Run) {
-	line := func(label, value string) {
-		fmt.Fprintf(a.io.Out, "%s: %s\n", label, strings.ReplaceAll(value, "\n", `\u000a`))
-	}
-	if r.Output != nil {
-		line("output", compactJSON(r.Output))
-	}
-	if f := toFailureJSON(r.Failure); f != nil {
-		line("failure", failureText(f))
-		if len(f.Details) > 0 {
-			line("details", compactJSON(f.Details))
-		}
-	}
-}
-
 func compactMeta(m map[string]any) string {
 	if len(m) == 0 {
 		return ""
@@ -525,8 +507,33 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 		return printJSON(a.io.Out, toRunJSON(r, nil))
 	}
 	fmt.Fprintf(a.io.Out, "run %s of %s@%s: %s\n", r.ID, r.GraphID, short(r.GraphHash), r.Status)
-	a.printOutcome(r)
+	a.printRested(r)
 	return nil
+}
+
+// printRested follows the status line of an awaited run with what the
+// status leaves open: the output of a done run, why a failed run failed,
+// or what a waiting run waits for and how to answer it.
+func (a *app) printRested(r *run.Run) {
+	w := a.io.Out
+	oneLine := func(s string) string { return strings.ReplaceAll(s, "\n", `\u000a`) }
+	if r.Output != nil {
+		fmt.Fprintf(w, "output: %s\n", compactJSON(r.Output))
+	}
+	if f := toFailureJSON(r.Failure); f != nil {
+		fmt.Fprintf(w, "failure: %s\n", oneLine(failureText(f)))
+		if len(f.Details) > 0 {
+			fmt.Fprintf(w, "details: %s\n", oneLine(compactJSON(f.Details)))
+		}
+	}
+	tenant := ""
+	if a.tenant != "" {
+		tenant = " --tenant " + shellQuote(a.tenant)
+	}
+	for _, in := range r.OpenInterrupts() {
+		fmt.Fprintf(w, "waiting for: interrupt %s of node %s, answered with: docket interrupts resolve %s %s%s --value JSON\n",
+			oneLine(in.ID), oneLine(in.NodeID), oneLine(shellQuote(r.ID)), oneLine(shellQuote(in.ID)), oneLine(tenant))
+	}
 }
 
 // printStarted reports a started run whose wait ended without it.
@@ -566,7 +573,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 				return printJSON(a.io.Out, toRunJSON(r, nil))
 			}
 			fmt.Fprintf(a.io.Out, "run %s: %s\n", r.ID, r.Status)
-			a.printOutcome(r)
+			a.printRested(r)
 			return nil
 		},
 	}

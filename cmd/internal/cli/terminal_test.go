@@ -80,27 +80,29 @@ func TestRunsShowTellsWhyARunFailed(t *testing.T) {
 	assert.Contains(t, c.ok("runs", "show", r.ID).stdout, "ledger unreachable")
 }
 
-// TestRunsAwaitTellsWhyARunFailed: the text form of a wait that ends in a
-// failed run says why it failed, as runs show does and as the JSON form
-// (its failure) does.
-func TestRunsAwaitTellsWhyARunFailed(t *testing.T) {
+// TestRunsAwaitSaysWhyARunFailedAndWhatAWaitingRunWaitsFor: the text form
+// of an awaited run's outcome is enough to act on without a second
+// command: a failed run's node errors, a waiting run's open interrupts
+// with the command that answers them.
+func TestRunsAwaitSaysWhyARunFailedAndWhatAWaitingRunWaitsFor(t *testing.T) {
 	t.Parallel()
 	c, db, sch := onDatabase(t)
 	reg := node.NewRegistry().MustRegister("acme.fail", node.New(nil,
 		func(context.Context, node.Input) (node.Output, error) {
 			return node.Output{}, errors.New("ledger unreachable")
 		}))
-	_, r := appNodeRun(t, db, sch, reg, graph.New("acme-fail").
+	_, failed := appNodeRun(t, db, sch, reg, graph.New("acme-fail").
 		State("out", schema.String()).
 		Node("ask", "acme.fail"))
+	out := c.ok("runs", "await", failed.ID).stdout
+	assert.Contains(t, out, "failure: node_failed")
+	assert.Contains(t, out, "ledger unreachable")
 
-	var awaited runJSON
-	c.okJSON(&awaited, "runs", "await", r.ID)
-	require.NotNil(t, awaited.Failure)
-	out := c.ok("runs", "await", r.ID).stdout
-	assert.Contains(t, out, "run "+r.ID+": failed\n")
-	assert.Contains(t, out, "failure: "+awaited.Failure.Code+": "+awaited.Failure.Message)
-	assert.Contains(t, out, "ledger unreachable", "the failure's details")
+	c, _, waiting := ownNodesRun(t)
+	out = c.ok("runs", "await", waiting.ID).stdout
+	assert.Contains(t, out, "run "+waiting.ID+": waiting\n")
+	assert.Contains(t, out, "interrupt question of node ask")
+	assert.Contains(t, out, "docket interrupts resolve "+waiting.ID+" question --value JSON")
 }
 
 // TestDoneRunsAlwaysHaveAnOutputInJSON: a script reads the output of a
