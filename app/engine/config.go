@@ -299,11 +299,17 @@ func (c Config) resolve() (Config, error) {
 	if c.MaxAttemptElapsed > 0 && c.MaxAttemptElapsed < time.Millisecond {
 		bad("MaxAttemptElapsed", "must be at least 1ms")
 	}
+	// MaxAttemptElapsed ≤ DrainBudget.MaxElapsed < OrphanTTL. Raising the
+	// attempt maximum alone past the TTL breaks both: say so at once, with
+	// the values, rather than one field per try.
+	const together = "; for longer node attempts raise MaxAttemptElapsed, Vehicle.DrainBudget.MaxElapsed and Dispatcher.OrphanTTL together, keeping that order (docs/operations.md, long node work)"
 	if c.MaxAttemptElapsed > v.DrainBudget.MaxElapsed {
-		bad("Vehicle.DrainBudget.MaxElapsed", "must be at least MaxAttemptElapsed")
+		bad("Vehicle.DrainBudget.MaxElapsed", fmt.Sprintf("(%v) must be at least MaxAttemptElapsed (%v)%s",
+			v.DrainBudget.MaxElapsed, c.MaxAttemptElapsed, together))
 	}
-	if v.DrainBudget.MaxElapsed >= d.OrphanTTL {
-		bad("Dispatcher.OrphanTTL", "must exceed Vehicle.DrainBudget.MaxElapsed")
+	if budget := max(v.DrainBudget.MaxElapsed, c.MaxAttemptElapsed); budget >= d.OrphanTTL {
+		bad("Dispatcher.OrphanTTL", fmt.Sprintf("(%v) must exceed Vehicle.DrainBudget.MaxElapsed (%v), which must be at least MaxAttemptElapsed (%v)",
+			d.OrphanTTL, v.DrainBudget.MaxElapsed, c.MaxAttemptElapsed))
 	}
 	negativeInt("MaxSupersteps", c.MaxSupersteps)
 

@@ -58,6 +58,8 @@ func TestConfigValidationNamesEveryInvalidField(t *testing.T) {
 		{"negative drain timeout", func(c *engine.Config) { c.Dispatcher.DrainTimeout = -1 }, []string{"Dispatcher.DrainTimeout"}},
 		{"orphan TTL not above the drain budget", func(c *engine.Config) { c.Dispatcher.OrphanTTL = 3 * time.Second }, []string{"Dispatcher.OrphanTTL"}},
 		{"drain budget below the attempt maximum", func(c *engine.Config) { c.MaxAttemptElapsed = 5 * time.Second }, []string{"Vehicle.DrainBudget.MaxElapsed"}},
+		{"attempt maximum beyond the orphan TTL", func(c *engine.Config) { c.MaxAttemptElapsed = 2 * time.Minute },
+			[]string{"Vehicle.DrainBudget.MaxElapsed", "Dispatcher.OrphanTTL", "(3s)", "(2m0s)", "(1m0s)"}},
 		{"attempt maximum below a millisecond", func(c *engine.Config) { c.MaxAttemptElapsed = time.Microsecond }, []string{"MaxAttemptElapsed"}},
 		{"negative moment budget", func(c *engine.Config) { c.Vehicle.DrainBudget.MaxMoments = -5 }, []string{"Vehicle.DrainBudget.MaxMoments"}},
 		{"backoff cap below base", func(c *engine.Config) { c.Vehicle.AbandonBackoffCap = time.Second }, []string{"Vehicle.AbandonBackoffCap"}},
