@@ -20,8 +20,9 @@ import (
 //
 // Call handles a single attempt. It must treat Input.State and Input.Config
 // as read-only and should return promptly once ctx is done: an attempt that
-// outlives its deadline is recorded as a "timeout" failure and its result
-// is dropped. Returning a non-nil error is a retryable attempt failure
+// outlives its deadline (the node's timeout_ms, at most the engine's
+// MaxAttemptElapsed, 2s by default) is recorded as a "timeout" failure and
+// its result is dropped. Returning a non-nil error is a retryable attempt failure
 // (retried while the node's retry policy allows); wrap it with Permanent to
 // fail the run without retrying. A panic is a retryable failure too.
 type Node interface {
