@@ -36,8 +36,11 @@ func (c *Client) owner() (ports.OwnerScope, error) {
 // resulting effective document as an immutable version. Saving the same
 // content again is idempotent and returns the same reference. A graph
 // that does not compile returns a *graph.CompileError (errors.Is
-// graph.ErrInvalidGraph) with every diagnostic. SaveGraphVersion also
-// reports when the version was published.
+// graph.ErrInvalidGraph) with every diagnostic. Warnings (a cycle
+// without a superstep limit, a dead-end node, …) neither stop a save nor
+// are returned: see them with graph.Verify (in a test, say) or
+// `docket graph validate --any-nodes`. SaveGraphVersion also reports when
+// the version was published.
 func (c *Client) SaveGraph(ctx context.Context, g *graph.Graph) (GraphRef, error) {
 	v, err := c.SaveGraphVersion(ctx, g)
 	if err != nil {
