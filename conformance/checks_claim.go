@@ -540,3 +540,47 @@ func checkLeaseRunIsCommitted(h *harness) {
 	eq(h, stolen.Class, claim.ClassExpired, "fixture: the second claim is a steal")
 	expectCommitted(stolen, "a steal after a retained commit")
 }
+
+// checkSkewedCallerClocks claims as engines whose clocks disagree with
+// the store's: ClaimDue is called directly, the store clock left where
+// the check puts it (the harness's claims move it to the caller's now).
+func checkSkewedCallerClocks(h *harness) {
+	owner := ports.Tenantless()
+	skewed := func(r claim.Request) *ports.ClaimBatch {
+		h.Helper()
+		batch, err := h.b.ClaimDue(h.ctx, r)
+		h.must(err, "ClaimDue(now=%s) with the store clock at %s", fmtTime(r.Now), fmtTime(h.clock.Now()))
+		return batch
+	}
+	live, lease := h.insertClaimed()
+
+	// Half a TTL later by the store clock, a caller an hour ahead finds
+	// the claim expired by its own clock only.
+	h.clock.Set(t0.Add(defaultTTL / 2))
+	if batch := skewed(request(at(time.Hour))); len(batch.Leases)+len(batch.Poisoned) != 0 {
+		h.Errorf("a caller an hour ahead stole a claim half a TTL old by the store clock: %s", describeBatch(batch))
+	}
+	h.must(h.refresh(live.ID, lease.Token, t0.Add(defaultTTL/2)), "the owner's refresh after the fast caller's claim")
+
+	// Once the store clock expires it too, the fast caller steals it,
+	// stamped by its own (later) clock.
+	h.clock.Set(t0.Add(defaultTTL/2 + defaultTTL + time.Microsecond))
+	batch := skewed(request(at(time.Hour)))
+	if len(batch.Leases) != 1 || batch.Leases[0].RunID != live.ID || batch.Leases[0].Class != claim.ClassExpired {
+		h.Fatalf("a caller an hour ahead, the claim expired by both clocks: want a steal of %s, got %s", live.ID, describeBatch(batch))
+	}
+	h.eqTime(batch.Leases[0].ClaimedAt, at(time.Hour), "claimed_at of a steal by a caller ahead of the store")
+	h.mustCommit(owner, h.cancelMoment(h.fetch(owner, live.ID)), batch.Leases[0].Token)
+
+	// A caller 30s behind the store still leases a run due by the store
+	// clock, and its lease is stamped at the store clock.
+	storeNow := at(2 * time.Hour)
+	due := h.insert(owner, runOpts{wakeAt: storeNow})
+	h.clock.Set(storeNow)
+	batch = skewed(request(storeNow.Add(-30 * time.Second)))
+	if len(batch.Leases) != 1 || batch.Leases[0].RunID != due.ID || batch.Leases[0].Class != claim.ClassReady {
+		h.Fatalf("a caller 30s behind the store: want a lease of %s (due by the store clock), got %s", due.ID, describeBatch(batch))
+	}
+	h.eqTime(batch.Leases[0].ClaimedAt, storeNow, "claimed_at of a lease by a caller behind the store")
+	h.eqTime(h.inspect(due.ID).ClaimedAt, storeNow, "stored claimed_at of a lease by a caller behind the store")
+}

@@ -248,8 +248,15 @@ func request(now time.Time) claim.Request {
 	return claim.Request{Now: now, Limit: 1, OrphanTTL: defaultTTL, MaxClaimAttempts: defaultMaxAttempts}
 }
 
+// claimDue claims as a caller whose clock agrees with the store's: the
+// store clock reads r.Now during the claim, since a store bounds every
+// admission by its own clock (see claim.Request.StoreNow), and is then
+// set back. The CLOCK checks skew the two on purpose and call ClaimDue
+// themselves.
 func (h *harness) claimDue(r claim.Request) *ports.ClaimBatch {
 	h.Helper()
+	defer h.clock.Set(h.clock.Now())
+	h.clock.Set(r.Now)
 	batch, err := h.b.ClaimDue(h.ctx, r)
 	h.must(err, "ClaimDue(now=%s, limit=%d)", fmtTime(r.Now), r.Limit)
 	if batch == nil {

@@ -236,6 +236,9 @@ var registry = []Invariant{
 	{ID: "CLAIM-015", Area: AreaClaim, Behaviour: "lease_run_is_the_committed_run", Spec: nil,
 		Summary: "a lease's run, when it carries one, is the run as last committed (at the lease's seq), after commits and after a steal",
 		Source:  "ports.Lease.Run: the holder starts from it without a read", check: checkLeaseRunIsCommitted},
+	{ID: "CLAIM-016", Area: AreaClaim, Behaviour: "store_clock_bounds_skewed_callers", Spec: nil,
+		Summary: "a caller whose clock is ahead cannot steal a claim before the store clock expires it; one whose clock is behind still leases a run due by the store clock, stamped no earlier than the store clock",
+		Source:  "claim.Request.StoreNow: engines' clocks disagree, the store's is the one they share", check: checkSkewedCallerClocks},
 
 	// FAIR: tenant-fair admission (optional policy).
 	{ID: "FAIR-001", Area: AreaFair, Behaviour: "breadth_first_across_scopes", Spec: nil,

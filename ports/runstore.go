@@ -51,11 +51,16 @@ type RunStore interface {
 
 	// ClaimDue executes one admission under the store's claim policy
 	// (see claim.Policy): it leases or poisons at most r.Limit due rows
-	// (ready: unclaimed with wake_at <= r.Now; expired: claimed_at <
-	// r.Now-r.OrphanTTL), skipping rows a concurrent writer holds. A lease
-	// gets a fresh token, claimed_at = r.Now, no wake and attempts+1; a row
-	// whose attempts reached r.MaxClaimAttempts is poisoned instead
-	// (reason claim.ReasonMaxClaimAttempts, poisoned_at = r.Now). Invalid
+	// (ready: unclaimed with wake_at <= now; expired: claimed_at <
+	// cutoff), skipping rows a concurrent writer holds. The store sets
+	// r.StoreNow to its own clock, so now is the later of r.Now and the
+	// store clock and cutoff the earlier of the two minus r.OrphanTTL
+	// (claim.Request.DueBy and ExpiryCutoff): a caller whose clock is
+	// ahead never steals a claim the store clock says is alive, and one
+	// whose clock is behind still sees what the store clock finds due. A
+	// lease gets a fresh token, claimed_at = now, no wake and attempts+1;
+	// a row whose attempts reached r.MaxClaimAttempts is poisoned instead
+	// (reason claim.ReasonMaxClaimAttempts, poisoned_at = now). Invalid
 	// requests wrap ErrInvalidArgument. Announces nothing.
 	ClaimDue(ctx context.Context, r claim.Request) (*ClaimBatch, error)
 

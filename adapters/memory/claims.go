@@ -20,7 +20,10 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The store clock bounds the caller's (see claim.Request.StoreNow).
+	r.StoreNow = s.now()
 	r = r.Normalized()
+	now := r.DueBy()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,18 +69,18 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 			row.clearClaim()
 			row.wakeAt = time.Time{}
 			row.admittedAt = time.Time{}
-			row.poisonedAt, row.reason = r.Now, d.PoisonReason
+			row.poisonedAt, row.reason = now, d.PoisonReason
 			batch.Poisoned = append(batch.Poisoned, ports.PoisonOutcome{
-				RunID: row.doc.ID, Owner: row.owner, PoisonedAt: r.Now, PoisonReason: d.PoisonReason, Class: pick.Class,
+				RunID: row.doc.ID, Owner: row.owner, PoisonedAt: now, PoisonReason: d.PoisonReason, Class: pick.Class,
 			})
 			continue
 		}
 		token := uuid.NewString()
-		row.token, row.claimedAt = token, r.Now
+		row.token, row.claimedAt = token, now
 		row.wakeAt = time.Time{}
 		row.attempts = d.Attempt
 		if s.policy.MarksAdmission() && row.admittedAt.IsZero() {
-			row.admittedAt = r.Now
+			row.admittedAt = now
 		}
 		batch.Leases = append(batch.Leases, ports.Lease{
 			RunID:         row.doc.ID,
@@ -86,7 +89,7 @@ func (s *Store) ClaimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 			GraphHash:     row.doc.GraphHash,
 			CheckpointSeq: row.doc.CheckpointSeq,
 			Token:         ports.NewClaimToken(token),
-			ClaimedAt:     r.Now,
+			ClaimedAt:     now,
 			Attempt:       d.Attempt,
 			OrphanTTL:     r.OrphanTTL,
 			Class:         pick.Class,

@@ -119,6 +119,7 @@ func TestWindowedAdmissionMarkerFollowsTheOperationTable(t *testing.T) {
 		}, true},
 		{"a stolen claim stays admitted", func(f *fixture, _ *run.Run, _ ports.Lease) {
 			r := request(admittedAt.Add(2*time.Second), 1)
+			f.clock.Set(r.Now) // a steal needs the claim expired by the store clock too
 			batch, err := f.store.ClaimDue(f.ctx, r)
 			require.NoError(f.t, err)
 			require.Len(f.t, batch.Leases, 1)

@@ -92,7 +92,9 @@ type claimRow struct {
 
 func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
 	cutoff := ports.CeilMicros(r.ExpiryCutoff())
-	rows, err := s.pool.Query(ctx, s.claimSQL, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference))
+	ttl := int64(r.OrphanTTL / time.Microsecond)
+	rows, err := s.pool.Query(ctx, s.claimSQL, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference),
+		s.storeNow(), ttl)
 	if err != nil {
 		return nil, claimError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,8 @@ import (
 // in exactly the order, that claim.Legacy.Select and claim.Decide choose.
 func TestClaimDueExecutesTheLegacyPolicy(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, envOptions{})
+	// The store clock agrees with the requests (see claim.Request.StoreNow).
+	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
 	ctx := context.Background()
 	template := env.insertRun(t, ports.Tenantless(), t0, t0.Add(1000*time.Hour))
 	runs := env.table("docket_runs")

@@ -71,8 +71,8 @@ func renderStatements(schema string) statements {
 	quoted := pgx.Identifier{schema}.Sanitize()
 	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
 	return statements{
-		claimDue:         r(strings.ReplaceAll(sqlClaimDueLegacy, "{mode}", claim.AdmissionModeLegacy)),
-		claimDueWindowed: r(strings.ReplaceAll(sqlClaimDueWindowed, "{mode}", claim.AdmissionModeWindowed)),
+		claimDue:         r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueLegacy, "{mode}", claim.AdmissionModeLegacy))),
+		claimDueWindowed: r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueWindowed, "{mode}", claim.AdmissionModeWindowed))),
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed+freshEventCTEs), commitClaimedFirstEventParam),
 		commitReplayable: bindEventCTEs(r(sqlCommitClaimed+eventCTEs), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed+eventCTEs), commitUnclaimedFirstEventParam),
@@ -106,6 +106,9 @@ func renderStatements(schema string) statements {
 	}
 }
 
+// claimClocks renders claimNow and claimCutoff into a claim statement.
+var claimClocks = strings.NewReplacer("{now}", claimNow, "{cutoff}", claimCutoff)
+
 // Where the eventCTEs parameters start in each commit statement.
 const (
 	commitClaimedFirstEventParam   = 19
@@ -130,6 +133,23 @@ func bindEventCTEs(sql string, first int) string {
 // statement); the expired class; and, after each statement's own outcome
 // assignments, the join with the picked rows, the returned lease columns
 // and the sentinel row of a closed gate.
+// claimNow and claimCutoff are the two clocks of an admission
+// (claim.Request.DueBy and ExpiryCutoff), rendered into both claim
+// statements for {now} and {cutoff}: the store clock ($6, the override,
+// else CURRENT_TIMESTAMP) bounds the caller's ($1, and $3 = the caller's
+// now - orphan TTL) so that a run due by either clock is ready, a claim
+// expires only once expired by both, and a lease is never stamped before
+// the store clock. Engines' clocks disagree; the database's is the one
+// they share, so no engine whose clock runs ahead can steal a claim its
+// owner keeps alive (retained commits and refreshes stamp the store
+// clock), and none whose clock lags misses what the store finds due.
+// $7 is the orphan TTL in whole microseconds: store clock - $7 µs is the
+// strict cutoff rounded up, like the caller's.
+const (
+	claimNow    = `GREATEST($1::timestamptz, COALESCE($6::timestamptz, CURRENT_TIMESTAMP))`
+	claimCutoff = `LEAST($3::timestamptz, COALESCE($6::timestamptz, CURRENT_TIMESTAMP) - $7::bigint * interval '1 microsecond')`
+)
+
 const claimGateCTEs = `
 WITH probe AS MATERIALIZED (
     SELECT current_setting('transaction_isolation') = 'read committed' AS read_committed,
@@ -154,7 +174,7 @@ const claimExpiredCTE = `expired AS MATERIALIZED (
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
       AND r.claim_token IS NOT NULL
-      AND r.claimed_at < $3::timestamptz
+      AND r.claimed_at < {cutoff}
     ORDER BY r.claimed_at, r.id
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
@@ -209,9 +229,10 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     every locked row against its latest committed version, so concurrent
 //     claimers take disjoint rows.
 //   - ready: running, unpoisoned, unclaimed, wake_at <= now (inclusive);
-//     expired: running, unpoisoned, claimed_at < cutoff (strict), with the
-//     cutoff now - orphan TTL computed by the caller. Each class is cut at
-//     the limit in (eligible_at, id) order.
+//     expired: running, unpoisoned, claimed_at < cutoff (strict); now and
+//     cutoff are claimNow and claimCutoff, each the safe side of the
+//     caller's and the store's clocks. Each class is cut at the limit in
+//     (eligible_at, id) order.
 //   - Merge (claim.Merge): with limit >= 2 each non-empty class's head
 //     first, at limit 1 the preferred class first (an empty one falls
 //     through), then (eligible_at, id); keep limit rows. Locked rows that
@@ -223,14 +244,15 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     checkpoint_seq and updated_at are never written. A lease returns the
 //     committed document it leased (the holder skips a read).
 //
-// $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
+// $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
+// $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
 var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
-      AND r.wake_at <= $1::timestamptz
+      AND r.wake_at <= {now}
     ORDER BY r.wake_at, r.id
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
@@ -273,7 +295,8 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     the first admission time survives re-claims and steals. Poison
 //     clears it.
 //
-// $1 now, $2 limit, $3 expiry cutoff, $4 max attempts, $5 preference.
+// $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
+// $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
 var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
     SELECT s.scope_key
     FROM {schema}.docket_claim_schedule AS s
@@ -285,14 +308,14 @@ var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
                      AND q.status = 'running' AND q.poisoned_at IS NULL
                      AND q.tenant_admitted_at IS NULL
                      AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                     AND q.wake_at <= $1::timestamptz)
+                     AND q.wake_at <= {now})
            OR EXISTS (SELECT 1
                       FROM {schema}.docket_runs AS a
                       WHERE a.scope_key = s.scope_key
                         AND a.status = 'running' AND a.poisoned_at IS NULL
                         AND a.tenant_admitted_at IS NOT NULL
                         AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                        AND a.wake_at <= $1::timestamptz))
+                        AND a.wake_at <= {now}))
     ORDER BY random()
     LIMIT $2::integer
 ),
@@ -308,7 +331,7 @@ paged AS MATERIALIZED (
                  AND a.status = 'running' AND a.poisoned_at IS NULL
                  AND a.tenant_admitted_at IS NOT NULL
                  AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                 AND a.wake_at <= $1::timestamptz
+                 AND a.wake_at <= {now}
                ORDER BY a.wake_at, a.id
                LIMIT 2 * $2::bigint)
               UNION ALL
@@ -318,7 +341,7 @@ paged AS MATERIALIZED (
                  AND q.status = 'running' AND q.poisoned_at IS NULL
                  AND q.tenant_admitted_at IS NULL
                  AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                 AND q.wake_at <= $1::timestamptz
+                 AND q.wake_at <= {now}
                ORDER BY q.wake_at, q.id
                LIMIT 2 * $2::bigint)) AS u
         ORDER BY scope_rank
@@ -331,13 +354,13 @@ ready AS MATERIALIZED (
     JOIN {schema}.docket_runs AS r ON r.id = p.id
     WHERE r.status = 'running' AND r.poisoned_at IS NULL
       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
-      AND r.wake_at <= $1::timestamptz
+      AND r.wake_at <= {now}
     ORDER BY p.scope_rank, r.wake_at, r.id
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
-                                  THEN COALESCE(r.tenant_admitted_at, $1::timestamptz) END`)
+                                  THEN COALESCE(r.tenant_admitted_at, {now}) END`)
 
 // claimMergeCTEs ranks the two classes, merges them (claim.Merge) and
 // applies the per-row outcome, after a statement's ready and expired
@@ -370,11 +393,11 @@ picked AS MATERIALIZED (
 outcome AS (
     UPDATE {schema}.docket_runs AS r
     SET claim_token        = CASE WHEN r.claim_attempts < $4::integer THEN gen_random_uuid() END,
-        claimed_at         = CASE WHEN r.claim_attempts < $4::integer THEN $1::timestamptz END,
+        claimed_at         = CASE WHEN r.claim_attempts < $4::integer THEN {now} END,
         wake_at            = NULL,
         claim_attempts     = CASE WHEN r.claim_attempts < $4::integer THEN r.claim_attempts + 1
                                   ELSE r.claim_attempts END,
-        poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE $1::timestamptz END,
+        poisoned_at        = CASE WHEN r.claim_attempts < $4::integer THEN NULL ELSE {now} END,
         poison_reason      = CASE WHEN r.claim_attempts < $4::integer THEN NULL
                                   ELSE 'max_claim_attempts_exceeded' END,
         tenant_admitted_at = CASE WHEN r.claim_attempts < $4::integer` + leaseAdmission + claimOutcomeTail

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
 )
@@ -62,7 +63,8 @@ func (s *recordedSpan) End(result string, m ports.Measurements) {
 func TestClaimSpansReportStealsAndMatches(t *testing.T) {
 	t.Parallel()
 	rec := &spanRecorder{}
-	env := newEnv(t, envOptions{telemetry: rec})
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{telemetry: rec, clock: clock})
 	ctx := context.Background()
 	env.insertRun(t, ports.Tenantless(), t0, t0)
 	now := t0
@@ -74,6 +76,7 @@ func TestClaimSpansReportStealsAndMatches(t *testing.T) {
 	assert.Equal(t, ports.Measurements{"demand": 2, "leases": 1, "poisoned": 0, "claim_attempts": 1, "ready_candidates": 1,
 		"expired_candidates": 0, "ready_selected": 1, "expired_selected": 0, "steals": 0}, span.m)
 
+	clock.Set(now.Add(2 * time.Hour))
 	stolen, err := env.store.ClaimDue(ctx, claim.Request{Now: now.Add(2 * time.Hour), Limit: 1, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
 	require.NoError(t, err)
 	require.Len(t, stolen.Leases, 1)

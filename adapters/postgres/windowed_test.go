@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docketgo/docket/adapters/postgres"
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
@@ -162,12 +163,14 @@ func TestWindowedAdmissionMarkerFollowsTheOperationTable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := windowedEnv(t)
+			clock := conformance.NewManualClock(first)
+			env := newEnv(t, envOptions{policy: claim.WindowedInterleave, clock: clock})
 			r := env.insertRun(t, ports.Tenant("cohort"), first, first)
 			require.Nil(t, env.admittedAt(t, r.ID), "a new run is queued, not admitted")
 			batch, err := env.store.ClaimDue(ctx, claim.Request{Now: first, Limit: 1, OrphanTTL: time.Second, MaxClaimAttempts: 5})
 			require.NoError(t, err)
 			require.Len(t, batch.Leases, 1)
+			clock.Set(later) // every operation after the lease happens at later
 			tt.apply(t, env, r, batch.Leases[0])
 			if tt.kept {
 				require.NotNil(t, env.admittedAt(t, r.ID))
@@ -240,7 +243,8 @@ func TestNewMakesTheWindowedEngineTheGateAuthority(t *testing.T) {
 // poisoned rows lose it.
 func TestClaimDueExecutesTheWindowedPolicy(t *testing.T) {
 	t.Parallel()
-	env := windowedEnv(t)
+	// The store clock agrees with the requests (see claim.Request.StoreNow).
+	env := newEnv(t, envOptions{policy: claim.WindowedInterleave, clock: conformance.NewManualClock(t0)})
 	ctx := context.Background()
 	runs := env.table("docket_runs")
 	scopes := []ports.OwnerScope{ports.Tenantless(), ports.Tenant("a"), ports.Tenant("b"), ports.Tenant("c"), ports.Tenant("d")}

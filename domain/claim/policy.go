@@ -11,10 +11,10 @@ type Class string
 // Classes.
 const (
 	// ClassReady rows are running, healthy, unclaimed and due:
-	// wake_at <= Now (inclusive).
+	// wake_at <= Request.DueBy (inclusive).
 	ClassReady Class = "ready"
 	// ClassExpired rows are running, healthy and claimed with
-	// claimed_at < Now-OrphanTTL (strict). Leasing one is a steal.
+	// claimed_at < Request.ExpiryCutoff (strict). Leasing one is a steal.
 	ClassExpired Class = "expired"
 )
 
@@ -42,7 +42,7 @@ func Classify(r Request, c Candidate) (class Class, eligibleAt time.Time, ok boo
 		}
 		return "", time.Time{}, false
 	}
-	if !c.WakeAt.IsZero() && !Micros(c.WakeAt).After(Micros(r.Now)) {
+	if !c.WakeAt.IsZero() && !Micros(c.WakeAt).After(r.DueBy()) {
 		return ClassReady, Micros(c.WakeAt), true
 	}
 	return "", time.Time{}, false

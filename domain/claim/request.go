@@ -51,9 +51,20 @@ func (p Preference) Flip() Preference {
 
 // Request is one admission call (the seed's claim policy input).
 type Request struct {
-	// Now is the caller's clock; it stamps claimed_at and poisoned_at and
-	// bounds both classes. It is normalized to UTC microseconds.
+	// Now is the caller's clock; with StoreNow it stamps claimed_at and
+	// poisoned_at and bounds both classes. It is normalized to UTC
+	// microseconds.
 	Now time.Time
+	// StoreNow is the store clock at the admission, which the store fills
+	// in (callers leave it zero; zero means Now is the only clock). Hosts'
+	// clocks disagree, the store's is the one they share, so each decision
+	// takes the side of the two clocks that keeps its guarantee: a run is
+	// due when it is due by either (see DueBy), a claim expires only when
+	// it expired by both (see ExpiryCutoff), and a lease is stamped at the
+	// later of the two. A caller whose clock is ahead therefore cannot
+	// steal a claim its owner keeps alive, and one whose clock is behind
+	// still claims what the store finds due.
+	StoreNow time.Time
 	// Limit is the demand: at most Limit leases plus poison outcomes.
 	Limit int
 	// OrphanTTL is how long a claim stays unstealable after claimed_at.
@@ -91,12 +102,31 @@ func (r Request) Validate() error {
 // precision every store keeps.
 func (r Request) Normalized() Request {
 	r.Now = Micros(r.Now)
+	r.StoreNow = Micros(r.StoreNow)
 	return r
 }
 
+// DueBy is the admission's "now": the later of Now and StoreNow. A ready
+// run has wake_at at or before it, and a lease or a poisoning is stamped
+// with it, so a claim is never stamped before the store clock.
+func (r Request) DueBy() time.Time {
+	now, store := Micros(r.Now), Micros(r.StoreNow)
+	if store.After(now) {
+		return store
+	}
+	return now
+}
+
 // ExpiryCutoff is the instant before which a claim is expired: claimed_at
-// strictly before Now-OrphanTTL.
-func (r Request) ExpiryCutoff() time.Time { return Micros(r.Now).Add(-r.OrphanTTL) }
+// strictly before Now-OrphanTTL and, when StoreNow is set, strictly before
+// StoreNow-OrphanTTL too.
+func (r Request) ExpiryCutoff() time.Time {
+	cutoff := Micros(r.Now).Add(-r.OrphanTTL)
+	if store := Micros(r.StoreNow).Add(-r.OrphanTTL); !r.StoreNow.IsZero() && store.Before(cutoff) {
+		cutoff = store
+	}
+	return cutoff
+}
 
 // Micros normalizes t to UTC with microsecond precision, the precision of
 // every stored timestamp. The zero time stays zero.

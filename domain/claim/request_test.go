@@ -73,3 +73,33 @@ func TestPreferenceFlipAlternatesReadyAndExpired(t *testing.T) {
 	assert.Equal(t, claim.PreferReady, claim.PreferExpired.Flip())
 	assert.Equal(t, claim.PreferReady, claim.PreferNone.Flip())
 }
+
+func TestTheStoreClockBoundsEachDecisionOnItsSafeSide(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		storeNow   time.Time
+		dueBy      time.Time
+		cutoff     time.Time
+		liveAtNow  bool // a claim stamped at the caller's now minus 2 TTL
+		wakeDueNow bool // a wake a minute after the caller's now
+	}{
+		{"no store clock: the caller's alone", time.Time{}, t0, t0.Add(-time.Second), false, false},
+		{"store clock agrees", t0, t0, t0.Add(-time.Second), false, false},
+		{"caller an hour ahead of the store", t0.Add(-time.Hour), t0, t0.Add(-time.Hour - time.Second), true, false},
+		{"caller an hour behind the store", t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(-time.Second), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := validRequest()
+			r.StoreNow = tt.storeNow
+			assert.Equal(t, tt.dueBy, r.DueBy())
+			assert.Equal(t, tt.cutoff, r.ExpiryCutoff())
+			_, _, expired := claim.Classify(r, claim.Candidate{ClaimedAt: t0.Add(-2 * time.Second), Claimed: true})
+			assert.Equal(t, tt.liveAtNow, !expired, "a claim two TTLs old by the caller's clock")
+			_, _, due := claim.Classify(r, claim.Candidate{WakeAt: t0.Add(time.Minute)})
+			assert.Equal(t, tt.wakeDueNow, due, "a wake a minute after the caller's now")
+		})
+	}
+}

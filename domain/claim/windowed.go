@@ -96,7 +96,7 @@ func (p *windowedPolicy) sample(scopes []string, limit int) []string {
 }
 
 // DueScopes returns, sorted, the scope keys of the candidates that are
-// ready under r (unclaimed with wake_at <= r.Now): the scopes
+// ready under r (unclaimed with wake_at <= r.DueBy()): the scopes
 // WindowedInterleave samples from.
 func DueScopes(r Request, candidates []Candidate) []string {
 	var scopes []string
