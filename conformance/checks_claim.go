@@ -584,3 +584,33 @@ func checkSkewedCallerClocks(h *harness) {
 	h.eqTime(batch.Leases[0].ClaimedAt, storeNow, "claimed_at of a lease by a caller behind the store")
 	h.eqTime(h.inspect(due.ID).ClaimedAt, storeNow, "stored claimed_at of a lease by a caller behind the store")
 }
+
+// checkImmediateWakesOfAFastCaller makes the immediate wakes of a caller
+// an hour ahead of the store clock, which stays at t0.
+func checkImmediateWakesOfAFastCaller(h *harness) {
+	owner := ports.Tenantless()
+	ahead := at(time.Hour)
+
+	released, lease := h.insertClaimed()
+	h.release(released.ID, lease.Token, ahead)
+	h.eqTime(h.inspect(released.ID).WakeAt, t0, "wake of a release by a caller an hour ahead")
+	h.claimOne(t0, released.ID)
+
+	poisoned := h.insert(owner)
+	h.poison(poisoned.ID, t0)
+	h.clock.Set(t0)
+	_, err := h.b.RetryPoisonedRun(h.ctx, owner, poisoned.ID, ahead)
+	h.must(err, "RetryPoisonedRun by a caller an hour ahead")
+	h.eqTime(h.inspect(poisoned.ID).WakeAt, t0, "wake of a poison recovery by a caller an hour ahead")
+
+	h.publish(owner)
+	started := h.id("started")
+	_, err = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: h.initMoment(started, ahead), WakeAt: ahead})
+	h.must(err, "InsertRun due at the starter's now, an hour ahead")
+	h.eqTime(h.inspect(started).WakeAt, t0, "first wake of a run started due by a starter an hour ahead")
+
+	later := h.id("later")
+	_, err = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: h.initMoment(later, t0), WakeAt: ahead})
+	h.must(err, "InsertRun with a first wake an hour after the starter's now")
+	h.eqTime(h.inspect(later).WakeAt, ahead, "a first wake after the starter's now")
+}

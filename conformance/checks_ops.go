@@ -292,6 +292,7 @@ func checkTimePrecision(h *harness) {
 	h.precise(info.ClaimedAt, "claimed_at")
 
 	releaseAt := ragged(at(time.Second))
+	h.clock.Set(at(time.Minute)) // an immediate wake is no later than the store clock
 	h.release(id, lease.Token, releaseAt)
 	info = h.inspect(id)
 	h.eqTime(info.WakeAt, ports.Micros(releaseAt), "release wake")
@@ -319,6 +320,7 @@ func checkTimePrecision(h *harness) {
 	info = h.inspect(id)
 	h.precise(info.PoisonedAt, "poisoned_at")
 	recoverAt := ragged(at(5 * time.Second))
+	h.clock.Set(at(time.Minute))
 	_, err = h.b.RetryPoisonedRun(h.ctx, owner, id, recoverAt)
 	h.must(err, "RetryPoisonedRun")
 	info = h.inspect(id)

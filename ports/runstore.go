@@ -34,7 +34,10 @@ type RunStore interface {
 	// CheckpointSeq >= 1, valid durable shape, valid events), else
 	// ErrInvalidCommit. The run, its
 	// schedule and its events are written atomically; a wake at or before
-	// the store clock is announced after the write is visible.
+	// the store clock is announced after the write is visible. A WakeAt at
+	// or before the run's UpdatedAt (the starter's now) is an immediate
+	// start and is stored as the earlier of it and the store clock (see
+	// ImmediateWake).
 	InsertRun(ctx context.Context, owner OwnerScope, p InsertRunParams) (*run.Run, error)
 
 	// FetchRun returns the last committed run, or ErrNotFound.
@@ -73,7 +76,8 @@ type RunStore interface {
 	RefreshClaim(ctx context.Context, runID string, token ClaimToken, now time.Time) error
 
 	// ReleaseClaim idempotently hands back the claim held by token and
-	// records an immediate wake at now. checkpoint_seq, claim_attempts
+	// records an immediate wake: the earlier of now and the store clock
+	// (see ImmediateWake). checkpoint_seq, claim_attempts
 	// (the attempt is not refunded), claim_abandons and the document are
 	// unchanged. A stale, foreign or malformed token, or a missing run,
 	// changes nothing and still succeeds. Announces nothing.
@@ -122,11 +126,27 @@ type RunStore interface {
 	MutateRun(ctx context.Context, scope Scope, runID string, mutation Mutation) (*run.Run, error)
 
 	// RetryPoisonedRun clears poison from a non-terminal run and records
-	// an immediate wake at now, resetting both counters, and announces a
+	// an immediate wake (the earlier of now and the store clock, see
+	// ImmediateWake), resetting both counters, and announces a
 	// wake. ErrNotFound when absent or out of scope; ErrInactiveRun when
 	// terminal (checked first). A healthy run is returned unchanged with
 	// no announcement. The document never changes.
 	RetryPoisonedRun(ctx context.Context, scope Scope, runID string, now time.Time) (*run.Run, error)
+}
+
+// ImmediateWake is the rule every store applies to a wake a caller meant
+// as immediate (a release, a poison recovery, a run started due at its
+// starter's now): it records the earlier of the caller's now and the
+// store clock. Engines' clocks disagree and claims are due by the store
+// clock too (see claim.Request.StoreNow), so a caller whose clock is ahead
+// does not hold such a run back from every other engine by its lead,
+// while one whose clock is behind makes it due at once, as it meant.
+func ImmediateWake(callerNow, storeNow time.Time) time.Time {
+	callerNow, storeNow = Micros(callerNow), Micros(storeNow)
+	if storeNow.Before(callerNow) {
+		return storeNow
+	}
+	return callerNow
 }
 
 // Mutation computes the next moment of a run from its current committed

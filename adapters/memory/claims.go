@@ -150,7 +150,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.Clai
 	defer s.mu.Unlock()
 	if row.claimedBy(token) {
 		row.clearClaim()
-		row.wakeAt = ports.Micros(now)
+		row.wakeAt = s.immediateWake(now)
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID s
 		row.clearClaim()
 		row.clearPoison()
 		row.admittedAt = time.Time{}
-		row.wakeAt = ports.Micros(now)
+		row.wakeAt = s.immediateWake(now)
 		row.attempts, row.abandons = 0, 0
 	}
 	return row.doc.Clone(), nil

@@ -36,6 +36,10 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 		return nil, fmt.Errorf("%w: %q", ports.ErrConflict, m.Run.ID)
 	}
 	now := s.now()
+	if !wakeAt.After(ports.Micros(m.Run.UpdatedAt)) {
+		// Due at the starter's own now: an immediate start.
+		wakeAt = s.immediateWake(wakeAt)
+	}
 	s.nextRowID++
 	row := &runRow{
 		id:         s.nextRowID,

@@ -67,6 +67,9 @@ func (s *Store) Notifier() ports.Notifier { return s.notifier }
 // now reads the store clock (UTC µs).
 func (s *Store) now() time.Time { return ports.Micros(s.clock.Now()) }
 
+// immediateWake is ports.ImmediateWake at the store clock.
+func (s *Store) immediateWake(now time.Time) time.Time { return ports.ImmediateWake(now, s.now()) }
+
 // runRow is one docket_runs row: the committed document plus its
 // operational columns. The token is kept raw here and never formatted.
 type runRow struct {

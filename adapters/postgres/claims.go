@@ -239,8 +239,8 @@ func claimLost(runID string) error {
 	return fmt.Errorf("%w: run %q", ports.ErrClaimLost, runID)
 }
 
-// ReleaseClaim idempotently hands back a current claim with a wake at now
-// (see ports.RunStore and sqlReleaseClaim). It announces nothing.
+// ReleaseClaim idempotently hands back a current claim with an immediate
+// wake (see ports.RunStore and sqlReleaseClaim). It announces nothing.
 func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.ClaimToken, now time.Time) (err error) {
 	matched := false
 	end := s.observeOperation(ctx, "release")
@@ -257,9 +257,9 @@ func (s *Store) ReleaseClaim(ctx context.Context, runID string, token ports.Clai
 	// a statement may meet a dead one, once per pooled connection. A
 	// release matches only the current token, so it is tried again on
 	// another connection rather than leaving the run to the orphan TTL.
-	tag, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
+	tag, err := s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now), s.storeNow())
 	for retries := s.pool.Stat().MaxConns(); err != nil && retries > 0 && sessionLost(err) && ctx.Err() == nil; retries-- {
-		tag, err = s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now))
+		tag, err = s.pool.Exec(ctx, s.stmt.releaseClaim, runID, tok, ports.Micros(now), s.storeNow())
 	}
 	if err != nil {
 		return dbError("release claim", err)
@@ -306,7 +306,7 @@ func (s *Store) AbandonClaim(ctx context.Context, runID string, token ports.Clai
 	}
 }
 
-// RetryPoisonedRun clears poison with a wake at now and announces it, in
+// RetryPoisonedRun clears poison with an immediate wake and announces it, in
 // one transaction under the run's row lock (see ports.RunStore).
 func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID string, now time.Time) (_ *run.Run, err error) {
 	end := s.observeOperation(ctx, "poison_recovery")
@@ -344,7 +344,7 @@ func (s *Store) RetryPoisonedRun(ctx context.Context, scope ports.Scope, runID s
 			return nil // healthy: unchanged, no announcement
 		}
 		var recovered, announced int64
-		if err := tx.QueryRow(ctx, s.stmt.recoverPoisoned, row.id, ports.Micros(now), s.schema).
+		if err := tx.QueryRow(ctx, s.stmt.recoverPoisoned, row.id, ports.Micros(now), s.schema, s.storeNow()).
 			Scan(&recovered, &announced); err != nil {
 			return err
 		}

@@ -672,8 +672,11 @@ ON CONFLICT (scope_key) DO NOTHING`
 // owner scope violates docket_runs_graph_scope_fkey (not found); a scope
 // without its partition fails in the schedule trigger. Any of them rolls
 // the whole statement back. The runs are new, so their events cannot
-// conflict. A first wake at or before the store clock's wall time
-// announces.
+// conflict. A first wake at or before the run's updated_at (the
+// starter's now: an immediate start) is stored as the earlier of it and
+// the store clock, so a starter whose clock is ahead does not hold its
+// runs back from the other engines by its lead. A first wake at or
+// before the store clock's wall time announces.
 //
 // Arrays: $1 ord, $2 run_id, $3 tenant_id, $4 graph_id, $5 graph_hash,
 // $6 status, $7 step, $8 state, $9 checkpoint_seq, $10 event_seq,
@@ -693,14 +696,17 @@ inserted AS (
         (run_id, tenant_id, graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq,
          latest_checkpoint_type, wake_at, inserted_at, started_at, updated_at, finished_at)
     SELECT p.run_id, p.tenant_id, p.graph_id, p.graph_hash, p.status, p.step, p.state, p.checkpoint_seq,
-           p.event_seq, p.checkpoint_type, p.wake_at, COALESCE(@now::timestamptz, CURRENT_TIMESTAMP),
-           p.started_at, p.updated_at, p.finished_at
+           p.event_seq, p.checkpoint_type,
+           CASE WHEN p.wake_at <= p.updated_at
+                THEN LEAST(p.wake_at, COALESCE(@now::timestamptz, CURRENT_TIMESTAMP))
+                ELSE p.wake_at END,
+           COALESCE(@now::timestamptz, CURRENT_TIMESTAMP), p.started_at, p.updated_at, p.finished_at
     FROM proposed AS p
     ORDER BY p.ord
-    RETURNING run_id
+    RETURNING run_id, wake_at
 ),
 moved AS (
-    SELECT p.ord, i.run_id, 'at'::text AS sched, p.wake_at AS at
+    SELECT p.ord, i.run_id, 'at'::text AS sched, i.wake_at AS at
     FROM inserted AS i JOIN proposed AS p ON p.run_id = i.run_id
 )`
 
@@ -756,15 +762,18 @@ UPDATE {schema}.docket_runs AS r
 SET claimed_at = GREATEST(r.claimed_at, COALESCE($3::timestamptz, CURRENT_TIMESTAMP))
 WHERE r.run_id = $1::text AND r.claim_token = $2::uuid`
 
-// sqlReleaseClaim hands a current claim back with a wake at the caller's
-// now. Invariants: only the exact current token matches (a stale release
+// sqlReleaseClaim hands a current claim back with an immediate wake: the
+// earlier of the caller's now and the store clock, so a caller whose
+// clock is ahead does not hold the run back from other engines by its
+// lead. Invariants: only the exact current token matches (a stale release
 // changes nothing); checkpoint_seq, attempts (not refunded), abandons, the
 // admission marker and the document stay; nothing is announced.
 //
-// $1 run_id, $2 token, $3 now.
+// $1 run_id, $2 token, $3 now, $4 store clock override.
 const sqlReleaseClaim = `
 UPDATE {schema}.docket_runs AS r
-SET claim_token = NULL, claimed_at = NULL, wake_at = $3::timestamptz
+SET claim_token = NULL, claimed_at = NULL,
+    wake_at = LEAST($3::timestamptz, COALESCE($4::timestamptz, CURRENT_TIMESTAMP))
 WHERE r.run_id = $1::text AND r.claim_token = $2::uuid`
 
 // sqlAbandonClaim is a pre-execution hand-back (claim.Abandon), one
@@ -810,15 +819,17 @@ WHERE r.run_id = $1::text AND r.claim_token = $2::uuid AND r.checkpoint_seq = $3
 RETURNING r.poisoned_at IS NOT NULL AS poisoned`
 
 // sqlRecoverPoisoned clears poison from a locked, poisoned, non-terminal
-// run with a wake at the caller's now, resets both counters and announces
+// run with an immediate wake (the earlier of the caller's now and the
+// store clock, as sqlReleaseClaim), resets both counters and announces
 // the wake (delivered at commit). The document never changes.
 //
-// $1 row id, $2 now, $3 payload.
+// $1 row id, $2 now, $3 payload, $4 store clock override.
 const sqlRecoverPoisoned = `
 WITH recovered AS (
     UPDATE {schema}.docket_runs AS r
     SET claim_token = NULL, claimed_at = NULL, tenant_admitted_at = NULL,
-        wake_at = $2::timestamptz, claim_attempts = 0, claim_abandons = 0,
+        wake_at = LEAST($2::timestamptz, COALESCE($4::timestamptz, CURRENT_TIMESTAMP)),
+        claim_attempts = 0, claim_abandons = 0,
         poisoned_at = NULL, poison_reason = NULL
     WHERE r.id = $1::bigint AND r.poisoned_at IS NOT NULL
       AND r.status NOT IN ('done', 'failed', 'cancelled')

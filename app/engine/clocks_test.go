@@ -30,8 +30,9 @@ func skewedEngine(t *testing.T, store ports.Backend, k *kit, skew time.Duration)
 
 // Engines on hosts whose clocks disagree by far more than the orphan TTL
 // share one PostgreSQL, which keeps its own clock: a host whose clock is
-// ahead does not steal a run its owner is driving, and one whose clock is
-// behind claims a run as soon as the database finds it due.
+// ahead neither steals a run its owner is driving nor holds back the runs
+// it starts, and one whose clock is behind claims a run as soon as the
+// database finds it due.
 func TestEnginesWithSkewedClocksNeitherStealLiveRunsNorMissDueOnes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -66,6 +67,23 @@ func TestEnginesWithSkewedClocksNeitherStealLiveRunsNorMissDueOnes(t *testing.T)
 		require.NoError(t, err)
 		assert.Equal(t, run.StatusDone, done.Status)
 		assert.Len(t, k.attemptsOf("node"), 1, "the node ran once")
+	})
+
+	t.Run("a run started by a host whose clock is ahead is due at once for the others", func(t *testing.T) {
+		k := newKit()
+		starter := skewedEngine(t, store, k, skew)
+		worker := skewedEngine(t, store, k, 0)
+		ref, err := starter.SaveGraph(ctx, build(t, minimalLinear()))
+		require.NoError(t, err)
+		r, err := starter.StartRun(ctx, ref, map[string]any{"value": "v"})
+		require.NoError(t, err)
+
+		sum, err := worker.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		assert.Equal(t, 1, sum.Drained, "the run waited for the starter's lead")
+		done, err := worker.FetchRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusDone, done.Status)
 	})
 
 	t.Run("a host whose clock is behind claims a due run", func(t *testing.T) {
