@@ -26,6 +26,7 @@ type record struct {
 	parent string
 	labels map[string]string
 	result string
+	m      ports.Measurements
 }
 
 // recorder is a ports.Telemetry that keeps every span and fact.
@@ -54,8 +55,8 @@ func (r *recorder) StartSpan(ctx context.Context, op string, labels ...ports.Lab
 	return context.WithValue(ctx, spanKey{}, op), s
 }
 
-func (r *recorder) Emit(ctx context.Context, name string, _ ports.Measurements, labels ...ports.Label) {
-	r.add(record{name: name, parent: parentOf(ctx), labels: labelMap(labels)})
+func (r *recorder) Emit(ctx context.Context, name string, m ports.Measurements, labels ...ports.Label) {
+	r.add(record{name: name, parent: parentOf(ctx), labels: labelMap(labels), m: m})
 }
 
 func (r *recorder) Committed(ctx context.Context, _ ports.CommittedFact) {
@@ -229,4 +230,20 @@ func TestAPoisoningHandBackIsReportedWithItsReason(t *testing.T) {
 	require.Len(t, poisoned, 1)
 	assert.Equal(t, ports.PoisonReasonMaxClaimAbandons, poisoned[0].labels["reason"])
 	assert.Equal(t, ports.FactVehicle, poisoned[0].parent)
+}
+
+// A claim stamped by a store whose clock leads this host's is still
+// reported as held for at least the drive's own time.
+func TestClaimHeldIsNeverShorterThanTheDriveWhenTheStoreClockLeads(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	tel := &recorder{}
+	lease := f.claim(t)
+	lease.ClaimedAt = lease.ClaimedAt.Add(time.Hour) // the database's time, an hour ahead of this host
+	out := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Telemetry = tel }).Drive(context.Background(), lease)
+	require.Equal(t, vehicle.Parked, out.Kind)
+	drains := tel.named(ports.FactVehicleDrain)
+	require.Len(t, drains, 1)
+	assert.Positive(t, drains[0].m["elapsed_ms"])
+	assert.GreaterOrEqual(t, drains[0].m["claim_held_ms"], drains[0].m["elapsed_ms"])
 }

@@ -663,7 +663,11 @@ func (d *drive) crash(err error) Outcome {
 // finish reports one drive: the drain fact, and for a crash the crash fact
 // and an error log.
 func (d *drive) finish(ctx context.Context, out Outcome) {
-	held := max(d.now().Sub(d.lease.ClaimedAt), 0)
+	// The claim was stamped no earlier than the store clock, which this
+	// host's clock may lag: the drive's own (monotonic) time bounds the
+	// claim's age from below.
+	elapsed := time.Since(d.started)
+	held := max(d.now().Sub(d.lease.ClaimedAt), elapsed)
 	if out.Kind == Crashed {
 		d.cfg.Telemetry.Emit(ctx, ports.FactVehicleCrash, ports.Measurements{
 			"count": 1, "claim_held_ms": ms(held), "claim_attempt": float64(d.lease.Attempt),
@@ -678,7 +682,7 @@ func (d *drive) finish(ctx context.Context, out Outcome) {
 	}
 	d.cfg.Telemetry.Emit(ctx, ports.FactVehicleDrain, ports.Measurements{
 		"committed_moments": float64(out.Committed),
-		"elapsed_ms":        ms(time.Since(d.started)),
+		"elapsed_ms":        ms(elapsed),
 		"claim_held_ms":     ms(held),
 		"claim_attempt":     float64(d.lease.Attempt),
 	}, labels...)
