@@ -128,6 +128,11 @@ type PrunePassParams struct {
 	RunsBefore        time.Time
 	KeepGraphVersions int
 	BatchSize         int
+	// Now is the pruner's clock the cutoffs were taken from (zero: not
+	// given). A store whose own clock is behind it moves both cutoffs back
+	// by the difference, so a pruner whose clock runs ahead never deletes
+	// a row before its retention has passed by the store clock.
+	Now time.Time
 }
 
 // PrunePassResult counts one whole pass. Locked: another pass held the

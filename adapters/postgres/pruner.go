@@ -106,6 +106,10 @@ func (s *Store) PrunePass(ctx context.Context, cfg PruneConfig, now time.Time) (
 // PruneWholePass runs a pass at the caller's cutoffs, as PrunePass does
 // (one transaction under the schema's pruner lock), for a pruner that
 // keeps its own clock and reports the pass itself (see ports.PassPruner).
+// When the caller says which now its cutoffs come from and the store
+// clock is behind it, both cutoffs move back by the difference: a pruner
+// on a host whose clock runs ahead keeps every row its retention keeps by
+// the database's clock.
 func (s *Store) PruneWholePass(ctx context.Context, p ports.PrunePassParams) (ports.PrunePassResult, error) {
 	// Both counts are bound as 32-bit integers.
 	switch {
@@ -114,9 +118,28 @@ func (s *Store) PruneWholePass(ctx context.Context, p ports.PrunePassParams) (po
 	case p.KeepGraphVersions < 1 || p.KeepGraphVersions > math.MaxInt32:
 		return ports.PrunePassResult{}, invalidArg("KeepGraphVersions", fmt.Sprintf("must be in 1..%d", math.MaxInt32))
 	}
-	return s.prunePass(ctx, p.KeepGraphVersions, p.BatchSize, func(pgx.Tx) (time.Time, time.Time, error) {
-		return p.EventsBefore, p.RunsBefore, nil
+	return s.prunePass(ctx, p.KeepGraphVersions, p.BatchSize, func(tx pgx.Tx) (time.Time, time.Time, error) {
+		if p.Now.IsZero() {
+			return p.EventsBefore, p.RunsBefore, nil
+		}
+		storeNow, err := s.passNow(ctx, tx)
+		if err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+		lead := max(ports.Micros(p.Now).Sub(storeNow), 0)
+		return p.EventsBefore.Add(-lead), p.RunsBefore.Add(-lead), nil
 	})
+}
+
+// passNow is the store clock of a prune pass: the override, else the
+// transaction's timestamp.
+func (s *Store) passNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	if now := s.storeNow(); now != nil {
+		return *now, nil
+	}
+	var now time.Time
+	err := tx.QueryRow(ctx, s.stmt.pruneNow).Scan(&now)
+	return now, err
 }
 
 // prunePass is one pass in one transaction under the pruner lock; cutoffs

@@ -217,3 +217,34 @@ func closed(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// An engine's pruner on a host whose clock runs ahead of the database's
+// keeps what the retention keeps by the database's clock.
+func TestAPrunerWhoseClockRunsAheadKeepsRowsTheDatabaseStillRetains(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
+	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: t0})
+	})
+	require.NoError(t, err)
+
+	// Retention one hour, pruner clock two hours after the database's.
+	ahead := t0.Add(2 * time.Hour)
+	pass := ports.PrunePassParams{EventsBefore: ahead.Add(-time.Hour), RunsBefore: ahead.Add(-time.Hour),
+		KeepGraphVersions: 10, BatchSize: 100, Now: ahead}
+	res, err := env.store.PruneWholePass(ctx, pass)
+	require.NoError(t, err)
+	assert.Equal(t, ports.PrunePassResult{}, res, "nothing is an hour old by the database's clock")
+	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
+	require.NoError(t, err)
+
+	clock.Set(ahead) // the database's clock catches up
+	res, err = env.store.PruneWholePass(ctx, pass)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Runs)
+	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
+	assert.ErrorIs(t, err, ports.ErrNotFound)
+}

@@ -172,7 +172,7 @@ func (p *Pruner) pass(ctx context.Context, now time.Time, out *Pass) error {
 		defer cancel()
 		res, err := whole.PruneWholePass(ctx, ports.PrunePassParams{
 			EventsBefore: now.Add(-p.cfg.EventRetention), RunsBefore: now.Add(-p.cfg.RunRetention),
-			KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize})
+			KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: p.cfg.BatchSize, Now: now})
 		if err != nil {
 			return fmt.Errorf("prune pass: %w", err)
 		}

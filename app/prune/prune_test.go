@@ -153,7 +153,8 @@ func TestAStoreThatPrunesWholePassesRunsEachPassItself(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, prune.Pass{Events: 4, Runs: 1, CascadeEvents: 2, Graphs: 3}, got)
 	assert.Equal(t, []ports.PrunePassParams{{EventsBefore: now.Add(-time.Hour), RunsBefore: now.Add(-24 * time.Hour),
-		KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: 50}}, store.passes)
+		KeepGraphVersions: ports.DefaultKeptGraphVersions, BatchSize: 50, Now: now}}, store.passes,
+		"the cutoffs and the now they come from, which the store bounds by its own clock")
 	assert.Empty(t, store.events, "no deletion outside the whole pass")
 
 	store.locked = true
