@@ -89,8 +89,10 @@ type Config struct {
 	// Register every node before Start.
 	Nodes *node.Registry
 	// Clock is the engine clock: run timestamps, retry deadlines, claim
-	// times (default ports.SystemClock). Tests may control it; it should
-	// agree with the store's clock.
+	// times (default ports.SystemClock). The store bounds claims, immediate
+	// wakes and pruning cut-offs by its own clock, so a skew between hosts
+	// delays retries at worst (docs/operations.md, Clocks). Tests may
+	// control it; it should agree with the store's clock.
 	Clock ports.Clock
 	// TenantMode is TenantNone (default) or TenantRequired.
 	TenantMode TenantMode
