@@ -222,3 +222,19 @@ func TestRunsStartStartsARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, run.StatusWaiting, second.Status, "the application's worker drove the run the CLI started")
 }
+
+// TestRunsShowStateShowsTheWrittenFieldsOnlyWhenAsked: whoever answers an
+// interrupt may need the run's state; it is shown with --state only.
+func TestRunsShowStateShowsTheWrittenFieldsOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	c, _, r := branchInterruptRun(t)
+	var shown map[string]any
+	require.NoError(t, jsonUnmarshal(c.ok("runs", "show", r.ID, "--json").stdout, &shown))
+	assert.NotContains(t, shown, "state")
+	assert.NotContains(t, c.ok("runs", "show", r.ID).stdout, "prepared")
+
+	var withState runJSON
+	c.okJSON(&withState, "runs", "show", r.ID, "--state")
+	assert.Equal(t, jsonMap{"prepared": "yes"}, withState.State, "the written field, not the unwritten answer or out")
+	assert.Regexp(t, `state\s+\{"prepared":"yes"\}`, c.ok("runs", "show", r.ID, "--state").stdout)
+}

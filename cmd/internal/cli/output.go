@@ -117,6 +117,7 @@ type runJSON struct {
 	ActiveTasks   []taskJSON       `json:"active_tasks"`
 	PendingNodes  []string         `json:"pending_nodes"`
 	Metadata      jsonMap          `json:"metadata,omitempty"`
+	State         jsonMap          `json:"state,omitzero"` // runs show --state only
 	StartedAt     string           `json:"started_at"`
 	UpdatedAt     string           `json:"updated_at"`
 	FinishedAt    string           `json:"finished_at,omitempty"`

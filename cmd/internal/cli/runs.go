@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/graph"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/domain/value"
 	"github.com/docketgo/docket/ports"
@@ -186,7 +187,8 @@ func shortTimeOf(ts string) string {
 // ---------------------------------------------------------------- show
 
 func (a *app) runsShowCommand() *cobra.Command {
-	return &cobra.Command{
+	var state bool
+	show := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show a run: status, input, output, failure, interrupts, tasks and queue state",
 		Args:  exactArgs(1, "a run id"),
@@ -201,12 +203,30 @@ func (a *app) runsShowCommand() *cobra.Command {
 			if err != nil {
 				return about("run", args[0], err)
 			}
-			if a.json {
-				return printJSON(a.io.Out, toRunJSON(info.Run, info))
+			r := toRunJSON(info.Run, info)
+			if state {
+				r.State = stateOf(info.Run)
 			}
-			return a.printRun(toRunJSON(info.Run, info))
+			if a.json {
+				return printJSON(a.io.Out, r)
+			}
+			return a.printRun(r)
 		},
 	}
+	show.Flags().BoolVar(&state, "state", false, "also show the run's state fields (their committed values)")
+	return show
+}
+
+// stateOf is the committed value of each state field r has written; a
+// field never written is absent.
+func stateOf(r *run.Run) jsonMap {
+	out := jsonMap{}
+	for id, c := range r.Channels {
+		if field, ok := strings.CutPrefix(id, graph.StatePrefix); ok {
+			out[field] = c.Value
+		}
+	}
+	return out
 }
 
 func (a *app) printRun(r runJSON) error {
@@ -229,6 +249,9 @@ func (a *app) printRun(r runJSON) error {
 	}
 	if len(r.Metadata) > 0 {
 		line("metadata", compactJSON(r.Metadata))
+	}
+	if r.State != nil {
+		line("state", compactJSON(r.State))
 	}
 	if f := r.Failure; f != nil {
 		line("failure", failureText(f))
