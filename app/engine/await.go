@@ -13,9 +13,8 @@ import (
 //
 // A run that is waiting already is returned at once: awaiting a run's end
 // across interrupts is a loop that answers r.OpenInterrupts() and awaits
-// again. Where another process answers them, AwaitRun does not wait for
-// that answer; re-read the run (FetchRun) until its CheckpointSeq moves
-// past the waiting run's, then await again.
+// again. Where another process answers them, pass UntilFinished: the wait
+// then goes on through waiting, until the run finishes.
 //
 // A poisoned run is reported at once as a *PoisonedError (errors.Is
 // ErrPoisoned) carrying its RunInfo: it will not move until
@@ -30,13 +29,24 @@ import (
 // or terminal states. When this engine started the run less than
 // AwaitPollInterval ago and timeout leaves time to wait, the insertion
 // stands in for the first read.
-func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration) (*run.Run, error) {
+func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Duration, opts ...AwaitOption) (*run.Run, error) {
 	owner, err := c.owner()
 	if err != nil {
 		return nil, err
 	}
 	if timeout < 0 {
 		return nil, fmt.Errorf("%w: await timeout must not be negative", ErrInvalidOptions)
+	}
+	var o awaitOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil AwaitOption", ErrInvalidOptions)
+		}
+		opt(&o)
+	}
+	// rests says whether the wait ends at r.
+	rests := func(r *run.Run) bool {
+		return r.Status.Terminal() || r.Status == run.StatusWaiting && !o.untilFinished
 	}
 	// Registered before the first read: a commit that rests the run from
 	// here on is kept for this call, an earlier one is what it reads.
@@ -62,7 +72,10 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 			// A commit of this engine that rested the run since the
 			// last read carries the committed run: no need to read it.
 			if r := c.e.rested.newer(owner, runID, seen, seenStart); r != nil {
-				return r, nil
+				if rests(r) {
+					return r, nil
+				}
+				seen = r.CheckpointSeq // waiting, and the caller waits on
 			}
 		}
 		if read {
@@ -75,7 +88,7 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 			switch {
 			case info.Poisoned():
 				return nil, &PoisonedError{Info: info}
-			case info.Run.Status == run.StatusWaiting || info.Run.Status.Terminal():
+			case rests(info.Run):
 				return info.Run, nil
 			}
 			seen, seenStart = info.Run.CheckpointSeq, info.Run.StartedAt
@@ -99,4 +112,18 @@ func (c *Client) AwaitRun(ctx context.Context, runID string, timeout time.Durati
 		}
 		t.Stop()
 	}
+}
+
+// AwaitOption changes what AwaitRun waits for.
+type AwaitOption func(*awaitOptions)
+
+type awaitOptions struct {
+	untilFinished bool
+}
+
+// UntilFinished makes AwaitRun wait for the run to finish (done, failed or
+// cancelled): a waiting run is not returned, its interrupts being for
+// someone else to answer (another process, a person through the CLI).
+func UntilFinished() AwaitOption {
+	return func(o *awaitOptions) { o.untilFinished = true }
 }

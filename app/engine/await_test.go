@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,4 +143,56 @@ func TestAwaitersReadTheirRunsOncePerPollNotOncePerCommit(t *testing.T) {
 		assert.Equal(t, run.StatusDone, r.Status)
 	}
 	assert.EqualValues(t, runs, counting.inspects.Load(), "one read per awaiter: the first")
+}
+
+// UntilFinished waits through waiting: the run's interrupt is answered by
+// someone else (here another engine), and the wait ends only at its end.
+func TestAwaitUntilFinishedWaitsThroughInterrupts(t *testing.T) {
+	t.Parallel()
+	for _, resolvedHere := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resolved by the awaiting engine %v", resolvedHere), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(true)
+			k := newKit()
+			awaiter := manual(t, h, k, func(c *engine.Config) { c.AwaitPollInterval = 20 * time.Millisecond })
+			other := manual(t, h, k)
+			ctx := context.Background()
+
+			r := saveAndStart(t, awaiter.Client, build(t, interruptReview()), nil)
+			_, err := other.DrainRuns(ctx, 0)
+			require.NoError(t, err)
+			waiting, err := awaiter.AwaitRun(ctx, r.ID, 0)
+			require.NoError(t, err)
+			require.Equal(t, run.StatusWaiting, waiting.Status, "without the option a waiting run ends the wait")
+			_, err = awaiter.AwaitRun(ctx, r.ID, 50*time.Millisecond, engine.UntilFinished())
+			require.ErrorIs(t, err, engine.ErrAwaitTimeout, "with it, a waiting run does not")
+
+			awaited := make(chan *run.Run, 1)
+			failed := make(chan error, 1)
+			go func() {
+				done, err := awaiter.AwaitRun(ctx, r.ID, awaitLimit, engine.UntilFinished())
+				if err != nil {
+					failed <- err
+					return
+				}
+				awaited <- done
+			}()
+			resolver := other
+			if resolvedHere {
+				resolver = awaiter // its commits rest the run where the wait listens
+			}
+			for id := range waiting.Interrupts {
+				_, err = resolver.ResolveInterrupt(ctx, r.ID, id, "approved")
+				require.NoError(t, err)
+			}
+			_, err = resolver.DrainRuns(ctx, 0)
+			require.NoError(t, err)
+			select {
+			case done := <-awaited:
+				assert.Equal(t, run.StatusDone, done.Status)
+			case err := <-failed:
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -238,3 +238,24 @@ func TestRunsShowStateShowsTheWrittenFieldsOnlyWhenAsked(t *testing.T) {
 	assert.Equal(t, jsonMap{"prepared": "yes"}, withState.State, "the written field, not the unwritten answer or out")
 	assert.Regexp(t, `state\s+\{"prepared":"yes"\}`, c.ok("runs", "show", r.ID, "--state").stdout)
 }
+
+// TestRunsAwaitUntilFinishedWaitsThroughInterrupts: a script awaiting the
+// end of a run whose question a person answers elsewhere gets its end, not
+// the waiting run.
+func TestRunsAwaitUntilFinishedWaitsThroughInterrupts(t *testing.T) {
+	t.Parallel()
+	c, e, r := ownNodesRun(t)
+	c.fails(ExitTimeout, "runs", "await", r.ID, "--until-finished", "--timeout", "50ms")
+
+	awaited := make(chan result, 1)
+	go func() { awaited <- c.run("runs", "await", r.ID, "--until-finished", "--timeout", "1m", "--json") }()
+	c.ok("interrupts", "resolve", r.ID, "question", "--string", "yes")
+	_, err := e.DrainRuns(context.Background(), 0)
+	require.NoError(t, err)
+	res := <-awaited
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var done runJSON
+	require.NoError(t, jsonUnmarshal(res.stdout, &done))
+	assert.Equal(t, run.StatusDone, done.Status)
+	assert.Equal(t, jsonMap{"out": "yes"}, done.Output)
+}

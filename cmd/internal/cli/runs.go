@@ -572,11 +572,14 @@ func (a *app) printStarted(r *run.Run) error {
 
 func (a *app) runsAwaitCommand() *cobra.Command {
 	var timeout time.Duration
+	var untilFinished bool
 	cmd := &cobra.Command{
 		Use:   "await RUN_ID",
 		Short: "Wait until a run finishes or waits for input",
-		Long: "await returns once the run is done, failed, cancelled or waiting for an interrupt, and\n" +
-			"exits 5 when --timeout passes first. A poisoned run is reported at once (exit 1).",
+		Long: "await returns once the run is done, failed, cancelled or waiting for an interrupt (with\n" +
+			"--until-finished: once it is done, failed or cancelled, its interrupts being answered\n" +
+			"elsewhere), and exits 5 when --timeout passes first. A poisoned run is reported at once\n" +
+			"(exit 1).",
 		Args: exactArgs(1, "a run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -588,7 +591,11 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 				return err
 			}
 			defer cleanup()
-			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout)
+			var opts []engine.AwaitOption
+			if untilFinished {
+				opts = append(opts, engine.UntilFinished())
+			}
+			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout, opts...)
 			if err != nil {
 				return about("run", args[0], err)
 			}
@@ -601,6 +608,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
+	cmd.Flags().BoolVar(&untilFinished, "until-finished", false, "wait through waiting for interrupts, until the run is done, failed or cancelled")
 	return cmd
 }
 
