@@ -380,7 +380,7 @@ func TestCompileErrorListsEveryDiagnostic(t *testing.T) {
 		"invalid graph: 1 error(s)",
 		`unknown_edge_target at /edges/e_finish/to: edge "e_finish" targets unknown node "ghost"; add the node or fix the target`,
 		`no_terminal_edge at /edges: no edge leads to $finish; runs end only by quiescence, so add an edge to $finish if the graph has a natural end (warning)`,
-		`orphaned_field at /fields/unused: state field "unused" is not named by any output, guard or node config value; delete it if nothing uses it (warning)`,
+		`orphaned_field at /fields/unused: state field "unused" is not named by any output, guard or node config value; delete it unless node code reads or writes it (node code is not scanned, so such a field is reported too) (warning)`,
 	}, lines)
 }
 

@@ -322,7 +322,7 @@ func (v *validator) orphanedFields() {
 	for _, id := range value.SortedKeys(v.g.Fields) {
 		if !referenced[id] {
 			v.d.warnf(CodeOrphanedField, pathOf("fields", id), id,
-				"state field %q is not named by any output, guard or node config value; delete it if nothing uses it", id)
+				"state field %q is not named by any output, guard or node config value; delete it unless node code reads or writes it (node code is not scanned, so such a field is reported too)", id)
 		}
 	}
 }
