@@ -437,6 +437,11 @@ func sqlLiteral(a any) (string, error) {
 	switch v := a.(type) {
 	case time.Time:
 		return "'" + v.UTC().Format(time.RFC3339Nano) + "'::timestamptz", nil
+	case *time.Time:
+		if v == nil {
+			return "NULL", nil
+		}
+		return sqlLiteral(*v)
 	case int:
 		return strconv.Itoa(v), nil
 	case int32:

@@ -499,10 +499,12 @@ func TestWrongTenantAndUnknownRunsAreNotFound(t *testing.T) {
 func poisonAll(t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema})
+	req := claim.Request{Now: time.Now().Add(time.Minute), Limit: 100, OrphanTTL: time.Millisecond, MaxClaimAttempts: 1}
+	// The store's clock agrees with the claimer's, which jumps ahead: a
+	// store bounds each claim by its own clock.
+	store, err := postgres.New(ctx, postgres.Config{Pool: pool, Schema: schema, Clock: ports.ClockFunc(func() time.Time { return req.Now })})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	req := claim.Request{Now: time.Now().Add(time.Minute), Limit: 100, OrphanTTL: time.Millisecond, MaxClaimAttempts: 1}
 	leased, err := store.ClaimDue(ctx, req)
 	require.NoError(t, err)
 	require.NotEmpty(t, leased.Leases)
