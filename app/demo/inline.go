@@ -31,7 +31,7 @@ func Execute(ctx context.Context, opts ...inline.Option) (*Result, error) {
 	if r.Status != run.StatusWaiting {
 		return nil, fmt.Errorf("demo: expected the run to wait for approval, it is %s", r.Status)
 	}
-	r, more, err := inline.ResolveInterruptInline(ctx, r, ApprovalInterruptID, "approved", g, opts...)
+	r, more, err := inline.ResolveInterruptInline(ctx, g, r, ApprovalInterruptID, "approved", opts...)
 	cps = append(cps, more...)
 	if err != nil {
 		return nil, fmt.Errorf("demo: resolve approval: %w", err)

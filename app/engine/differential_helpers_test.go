@@ -291,7 +291,7 @@ func (s *diffInline) drive(stopAtPark bool) {
 		if s.r.Status != run.StatusRunning {
 			return
 		}
-		next, cps, err := inline.StepInline(context.Background(), s.r, s.g, s.options()...)
+		next, cps, err := inline.StepInline(context.Background(), s.g, s.r, s.options()...)
 		s.accept(next, cps, err)
 		if errors.Is(err, errDiffParked) {
 			return
@@ -308,12 +308,12 @@ func (s *diffInline) do(a diffAction) (cancelErr error) {
 		s.drive(a.stopAtPark)
 	case diffStep:
 		s.stopAtPark = false
-		next, cps, err := inline.StepInline(ctx, s.r, s.g, s.options()...)
+		next, cps, err := inline.StepInline(ctx, s.g, s.r, s.options()...)
 		s.accept(next, cps, err)
 	case diffResolve:
 		s.stopAtPark = a.stopAtPark
 		id := diffFirstOpen(s.t, s.r)
-		next, cps, err := inline.ResolveInterruptInline(ctx, s.r, id, a.value, s.g, s.options()...)
+		next, cps, err := inline.ResolveInterruptInline(ctx, s.g, s.r, id, a.value, s.options()...)
 		s.accept(next, cps, err)
 	case diffCancel:
 		// The inline runner has no cancel call: cancellation is the pure

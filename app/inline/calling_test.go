@@ -154,7 +154,7 @@ func TestOnCallingGoroutineStepInlineTimesOutAnAttempt(t *testing.T) {
 	})
 	mid, _, err := inline.RunInline(context.Background(), g, nil, calling(reg, inline.WithMaxSteps(1))...)
 	require.NoError(t, err)
-	parked, cps, err := inline.StepInline(context.Background(), mid, g, calling(reg)...)
+	parked, cps, err := inline.StepInline(context.Background(), g, mid, calling(reg)...)
 	require.NoError(t, err)
 	assert.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 	assert.Contains(t, eventsOf(cps, run.EventNodeFailed)[0].Payload["reason"], "timeout")

@@ -102,7 +102,7 @@ func Example_agentSession() {
 	for err == nil && !r.Status.Terminal() {
 		for _, in := range r.OpenInterrupts() {
 			fmt.Println("asked", in.ID, "about", in.Metadata["draft"])
-			r, _, err = inline.ResolveInterruptInline(ctx, r, in.ID, answers[0], g, inline.WithRegistry(reg))
+			r, _, err = inline.ResolveInterruptInline(ctx, g, r, in.ID, answers[0], inline.WithRegistry(reg))
 			answers = answers[1:]
 		}
 	}

@@ -102,9 +102,9 @@ func ExampleResolveInterruptInline() {
 		panic(err)
 	}
 	fmt.Println(r.Status, r.Interrupts["approval"].Status)
-	_, _, err = inline.ResolveInterruptInline(ctx, r, "approval", "maybe", g, inline.WithRegistry(reg))
+	_, _, err = inline.ResolveInterruptInline(ctx, g, r, "approval", "maybe", inline.WithRegistry(reg))
 	fmt.Println(errors.Is(err, superstep.ErrInvalidInput))
-	r, _, err = inline.ResolveInterruptInline(ctx, r, "approval", "approved", g, inline.WithRegistry(reg))
+	r, _, err = inline.ResolveInterruptInline(ctx, g, r, "approval", "approved", inline.WithRegistry(reg))
 	if err != nil {
 		panic(err)
 	}

@@ -10,8 +10,10 @@
 // OnCallingGoroutine it runs on the caller's goroutine, as a plain
 // function call would.
 //
-// Every call returns the latest committed run and the checkpoints accepted
-// during the call, in order, even when it returns an error.
+// Every function takes the graph first (after the context), then the run
+// or input it works on, then the options. Every call returns the latest
+// committed run and the checkpoints accepted during the call, in order,
+// even when it returns an error.
 package inline
 
 import (
@@ -83,7 +85,7 @@ func NewRun[G Graph](g G, input map[string]any, opts ...Option) (*run.Run, error
 // terminal moment (waiting out uncommitted retry deadlines first); a
 // waiting or terminal run is returned unchanged with no checkpoints. A nil
 // graph is an error wrapping graph.ErrInvalidGraph.
-func StepInline[G Graph](ctx context.Context, r *run.Run, g G, opts ...Option) (*run.Run, []run.Checkpoint, error) {
+func StepInline[G Graph](ctx context.Context, g G, r *run.Run, opts ...Option) (*run.Run, []run.Checkpoint, error) {
 	if r == nil {
 		return nil, nil, ErrNoRun
 	}
@@ -139,7 +141,7 @@ func ResumeInline[G Graph](ctx context.Context, g G, r *run.Run, opts ...Option)
 
 // ResolveInterruptInline resolves an open interrupt of r with v at the
 // clock's time, accepts the interrupt_resolved checkpoint and drives on.
-func ResolveInterruptInline[G Graph](ctx context.Context, r *run.Run, interruptID string, v any, g G, opts ...Option) (*run.Run, []run.Checkpoint, error) {
+func ResolveInterruptInline[G Graph](ctx context.Context, g G, r *run.Run, interruptID string, v any, opts ...Option) (*run.Run, []run.Checkpoint, error) {
 	if r == nil {
 		return nil, nil, ErrNoRun
 	}

@@ -88,7 +88,7 @@ func TestStepAndResumeByRunStatus(t *testing.T) {
 		{"created of another graph", created, other, nil, true, superstep.ErrGraphMismatch},
 	}
 	for _, tt := range step {
-		next, cps, err := inline.StepInline(ctx, tt.r, tt.g, k.options()...)
+		next, cps, err := inline.StepInline(ctx, tt.g, tt.r, k.options()...)
 		assertOutcome(t, tt.name, cps, err, tt.types, tt.err)
 		if tt.same {
 			assert.Same(t, tt.r, next, tt.name)

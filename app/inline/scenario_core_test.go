@@ -137,16 +137,16 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a"}, r.BarrierSeen["edge:edge_join"])
 
-		r, cps, err := inline.StepInline(ctx, r, g, opts...)
+		r, cps, err := inline.StepInline(ctx, g, r, opts...)
 		require.NoError(t, err)
 		assert.Empty(t, r.BarrierSeen["edge:edge_join"])
 		assert.Contains(t, triggeredEdges(cps), "edge_join")
 
-		r, cps, err = inline.StepInline(ctx, r, g, opts...)
+		r, cps, err = inline.StepInline(ctx, g, r, opts...)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"join"}, completedNodes(cps))
 
-		r, _, err = inline.StepInline(ctx, r, g, opts...)
+		r, _, err = inline.StepInline(ctx, g, r, opts...)
 		require.NoError(t, err)
 		assert.Equal(t, run.StatusDone, r.Status)
 	})

@@ -289,7 +289,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		initialized, _, err := inline.RunInline(ctx, g, nil, k.options(inline.WithMaxSteps(0))...)
 		require.NoError(t, err)
 
-		parked, cps, err := inline.StepInline(ctx, initialized, g, k.options()...)
+		parked, cps, err := inline.StepInline(ctx, g, initialized, k.options()...)
 		require.NoError(t, err)
 		assert.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 		taskID := initialized.ID + ":0:flaky"
@@ -335,7 +335,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		g := build(t, parallelRetry(1, 3, 0))
 		initialized, _, err := inline.RunInline(ctx, g, nil, k.options(inline.WithMaxSteps(0))...)
 		require.NoError(t, err)
-		parked, _, err := inline.StepInline(ctx, initialized, g, k.options()...)
+		parked, _, err := inline.StepInline(ctx, g, initialized, k.options()...)
 		require.NoError(t, err)
 
 		corrupted := parked.Clone()
@@ -419,7 +419,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		c := k.compile(g)
 		initialized, _, err := inline.RunInline(ctx, c, nil, k.options(inline.WithMaxSteps(0))...)
 		require.NoError(t, err)
-		parked, cps, err := inline.StepInline(ctx, initialized, c, k.options()...)
+		parked, cps, err := inline.StepInline(ctx, c, initialized, k.options()...)
 		require.NoError(t, err)
 		require.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 		deadline := frozenNow.Add(time.Minute)
@@ -434,7 +434,7 @@ func scenariosFailureAndRetry(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Equal(t, time.Minute, step.Wait)
 
 		// StepInline serves the uncommitted park, then commits the step.
-		done, cps, err := inline.StepInline(ctx, parked, c, k.options()...)
+		done, cps, err := inline.StepInline(ctx, c, parked, k.options()...)
 		require.NoError(t, err)
 		assert.Equal(t, []time.Duration{time.Minute, time.Minute}, k.recordedSleeps())
 		require.Equal(t, []run.CheckpointType{run.CheckpointStepCommitted}, types(cps))

@@ -57,12 +57,12 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		interruptID, _ := onlyKey(t, r0.Interrupts)
 		assert.Equal(t, run.StatusRunning, r0.Status)
 
-		parked, cps, err := inline.StepInline(ctx, r0, g, k.options()...)
+		parked, cps, err := inline.StepInline(ctx, g, r0, k.options()...)
 		require.NoError(t, err)
 		assert.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 		assert.Len(t, parked.ActiveTasks, 1)
 
-		done, cps, err := inline.ResolveInterruptInline(ctx, parked, interruptID, "42", g, k.options()...)
+		done, cps, err := inline.ResolveInterruptInline(ctx, g, parked, interruptID, "42", k.options()...)
 		require.NoError(t, err)
 		requireWellFormed(t, cps)
 		assert.Equal(t, run.StatusDone, done.Status)
@@ -106,7 +106,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Equal(t, superstep.Wait, step.Kind)
 		assert.Equal(t, []string{id}, step.InterruptIDs)
 
-		same, cps, err := inline.StepInline(ctx, r, g, k.options()...)
+		same, cps, err := inline.StepInline(ctx, g, r, k.options()...)
 		require.NoError(t, err)
 		assert.Same(t, r, same, "a waiting run is returned unchanged")
 		assert.Empty(t, cps)
@@ -117,7 +117,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		k := newKit(t)
 		g := build(t, interruptReview())
 		r, _, id := waitingRun(t, k, g)
-		done, cps, err := inline.ResolveInterruptInline(ctx, r, id, "approved", g, k.options()...)
+		done, cps, err := inline.ResolveInterruptInline(ctx, g, r, id, "approved", k.options()...)
 		require.NoError(t, err)
 		requireWellFormed(t, cps)
 		assert.Equal(t, run.StatusDone, done.Status)
@@ -141,30 +141,30 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		g := build(t, interruptReview())
 		r, _, id := waitingRun(t, k, g)
 
-		_, cps, err := inline.ResolveInterruptInline(ctx, r, id, 42, g, k.options()...)
+		_, cps, err := inline.ResolveInterruptInline(ctx, g, r, id, 42, k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrInvalidInput, "the value fails the interrupt's string schema")
 		assert.Empty(t, cps)
-		_, _, err = inline.ResolveInterruptInline(ctx, r, "nope", "x", g, k.options()...)
+		_, _, err = inline.ResolveInterruptInline(ctx, g, r, "nope", "x", k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrNotFound)
 
 		// Resolved but not yet re-run: the interrupt_resolved checkpoint.
-		_, cps, err = inline.ResolveInterruptInline(ctx, r, id, "approved", g, k.options(inline.WithMaxSteps(0))...)
+		_, cps, err = inline.ResolveInterruptInline(ctx, g, r, id, "approved", k.options(inline.WithMaxSteps(0))...)
 		require.NoError(t, err)
 		resolved := cps[0].Run
 		require.Equal(t, run.StatusRunning, resolved.Status)
-		_, _, err = inline.ResolveInterruptInline(ctx, resolved, id, "again", g, k.options()...)
+		_, _, err = inline.ResolveInterruptInline(ctx, g, resolved, id, "again", k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrAlreadyResolved)
 
-		done, _, err := inline.ResolveInterruptInline(ctx, r, id, "approved", g, k.options()...)
+		done, _, err := inline.ResolveInterruptInline(ctx, g, r, id, "approved", k.options()...)
 		require.NoError(t, err)
-		_, _, err = inline.ResolveInterruptInline(ctx, done, id, "again", g, k.options()...)
+		_, _, err = inline.ResolveInterruptInline(ctx, g, done, id, "again", k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrInactiveRun)
-		_, _, err = inline.ResolveInterruptInline(ctx, done, "nope", "again", g, k.options()...)
+		_, _, err = inline.ResolveInterruptInline(ctx, g, done, "nope", "again", k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrInactiveRun, "terminal status is checked before the lookup")
 
 		created := r.Clone()
 		created.Status = run.StatusCreated
-		_, _, err = inline.ResolveInterruptInline(ctx, created, id, "x", g, k.options()...)
+		_, _, err = inline.ResolveInterruptInline(ctx, g, created, id, "x", k.options()...)
 		assert.ErrorIs(t, err, superstep.ErrInvalidRun)
 	})
 
@@ -187,7 +187,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		assert.Equal(t, run.Disposition{Kind: run.DispositionImmediate, Reason: run.ReasonInterruptResolved}, first.Disposition)
 
 		// Through the runner the same moment is the first checkpoint.
-		_, cps, err := inline.ResolveInterruptInline(ctx, r, id, "approved", g, k.options(inline.WithMaxSteps(0))...)
+		_, cps, err := inline.ResolveInterruptInline(ctx, g, r, id, "approved", k.options(inline.WithMaxSteps(0))...)
 		require.NoError(t, err)
 		require.Len(t, cps, 1)
 		assert.Equal(t, first.Checkpoint(), cps[0])
@@ -268,7 +268,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 		k := newKit(t)
 		review, retrying := build(t, interruptReview()), build(t, parallelRetry(1, 3, 0))
 		waiting, _, _ := waitingRun(t, k, review)
-		parked, _, err := inline.StepInline(ctx, mustInit(t, k, retrying), retrying, k.options()...)
+		parked, _, err := inline.StepInline(ctx, retrying, mustInit(t, k, retrying), k.options()...)
 		require.NoError(t, err)
 		require.NotEmpty(t, parked.ActiveTasks)
 		env := superstep.Env{Now: frozenNow.Add(time.Hour)}
@@ -302,7 +302,7 @@ func scenariosInterruptsAndSignals(t *testing.T, newKit func(*testing.T) *kit) {
 			assert.NoError(t, err, name)
 			assert.Same(t, m.Run, same, name)
 			assert.Empty(t, cps, name)
-			same, cps, err = inline.StepInline(ctx, m.Run, tc.g, k.options()...)
+			same, cps, err = inline.StepInline(ctx, tc.g, m.Run, k.options()...)
 			assert.NoError(t, err, name)
 			assert.Same(t, m.Run, same, name)
 			assert.Empty(t, cps, name)

@@ -191,7 +191,7 @@ func TestWatchdogStepInlineTimesOutAStuckAttempt(t *testing.T) {
 	mid, _, err := inline.RunInline(context.Background(), g, nil, opts...)
 	require.NoError(t, err)
 	require.Equal(t, 1, mid.Step)
-	parked, cps, err := inline.StepInline(context.Background(), mid, g, options(reg)...)
+	parked, cps, err := inline.StepInline(context.Background(), g, mid, options(reg)...)
 	require.NoError(t, err)
 	assert.Equal(t, []run.CheckpointType{run.CheckpointRetryScheduled}, types(cps))
 	assert.Contains(t, eventsOf(cps, run.EventNodeFailed)[0].Payload["reason"], "timeout")
