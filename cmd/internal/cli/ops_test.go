@@ -156,9 +156,18 @@ func TestPruneStoppedByAnotherPrunerReportsWhatItDeleted(t *testing.T) {
 		c.ok("runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "15s")
 	}
 	conn := db.Connect(t)
+	// Copies of the runs' events (at sequence numbers past their own) give
+	// the command thousands of one-event passes, so the other pruner below
+	// takes the lock long before the command could run out of work,
+	// however slowly this test's goroutines are scheduled.
+	eventsTable := pgx.Identifier{schema, "docket_events"}.Sanitize()
+	_, err := conn.Exec(ctx, `INSERT INTO `+eventsTable+` (run_id, seq, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at)
+SELECT run_id, seq + 1000 * copy, type, step, node_id, channel_id, task_id, payload, metadata, occurred_at, inserted_at
+FROM `+eventsTable+`, generate_series(1, 50) AS copy`)
+	require.NoError(t, err)
 	var events int
-	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&events))
-	require.Greater(t, events, 10)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM `+eventsTable).Scan(&events))
+	require.Greater(t, events, 1000)
 
 	// Once the command's first pass has deleted an event, another pruner
 	// takes the lock and keeps it until the command has ended.
