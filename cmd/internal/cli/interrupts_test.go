@@ -46,7 +46,6 @@ func ownNodesRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
 // only reg (the application, not the CLI) registers, until it rests.
 func appNodeRun(t *testing.T, db *pgtest.Database, sch string, reg *node.Registry, b *graph.Builder) (*engine.Engine, *run.Run) {
 	t.Helper()
-	ctx := context.Background()
 	e, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
 	require.NoError(t, err)
 	g, err := b.Edge("edge_start_ask", graph.Start, "ask").
@@ -54,13 +53,21 @@ func appNodeRun(t *testing.T, db *pgtest.Database, sch string, reg *node.Registr
 		Output("out", "").
 		Build()
 	require.NoError(t, err)
+	return e, startAndDrain(t, e, g)
+}
+
+// startAndDrain publishes g on e, starts a run of it without input and
+// drives it until it rests.
+func startAndDrain(t *testing.T, e *engine.Engine, g *graph.Graph) *run.Run {
+	t.Helper()
+	ctx := context.Background()
 	ref, err := e.SaveGraph(ctx, g)
 	require.NoError(t, err)
 	r, err := e.StartRun(ctx, ref, nil)
 	require.NoError(t, err)
 	_, err = e.DrainRuns(ctx, 0)
 	require.NoError(t, err)
-	return e, r
+	return r
 }
 
 // TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow: an answer runs
@@ -148,13 +155,7 @@ func branchInterruptRun(t *testing.T) (*cli, *engine.Engine, *run.Run) {
 		Output("out", "").
 		Build()
 	require.NoError(t, err)
-	ref, err := e.SaveGraph(ctx, g)
-	require.NoError(t, err)
-	r, err := e.StartRun(ctx, ref, nil)
-	require.NoError(t, err)
-	_, err = e.DrainRuns(ctx, 0)
-	require.NoError(t, err)
-	r, err = e.FetchRun(ctx, r.ID)
+	r, err := e.FetchRun(ctx, startAndDrain(t, e, g).ID)
 	require.NoError(t, err)
 	require.Equal(t, run.StatusRunning, r.Status, "the slow branch is still at work")
 	require.Equal(t, run.InterruptOpen, r.Interrupts["question"].Status)
