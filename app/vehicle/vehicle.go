@@ -474,7 +474,7 @@ func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
 	case err != nil:
 		d.putIncompatible(key, generation, ReasonCompileFailed, false)
 		d.cfg.Logger.Warn("docket stored graph does not compile on this host; handing the claim back",
-			slog.String("graph_id", d.lease.GraphID), slog.String("graph_hash", d.lease.GraphHash),
+			slog.String("run_id", d.lease.RunID), slog.String("graph_id", d.lease.GraphID), slog.String("graph_hash", d.lease.GraphHash),
 			slog.String("error", err.Error()))
 		return nil, d.abandon(ctx, ReasonCompileFailed), false
 	case compiled.GraphID != d.lease.GraphID || compiled.Hash != d.lease.GraphHash:

@@ -457,3 +457,23 @@ func TestACorruptStoredGraphIsHandedBackAndReported(t *testing.T) {
 	assert.Contains(t, logs.String(), lease.GraphHash)
 	assert.Contains(t, logs.String(), "canonical encoding")
 }
+
+// A graph this host cannot compile (a node it does not register) is
+// handed back with a warning that names the run, so that an operator can
+// find the run before its hand-backs poison it.
+func TestAGraphThatDoesNotCompileIsReportedWithItsRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	var logs bytes.Buffer
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Nodes = node.NewRegistry()
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	lease := f.claim(t)
+	out := v.Drive(context.Background(), lease)
+	require.Equal(t, vehicle.Abandoned, out.Kind)
+	require.Equal(t, vehicle.ReasonCompileFailed, out.Reason)
+	assert.Contains(t, logs.String(), "run_id="+lease.RunID)
+	assert.Contains(t, logs.String(), lease.GraphHash)
+	assert.Contains(t, logs.String(), "t.write")
+}
