@@ -218,3 +218,28 @@ FROM `+eventsTable+`, generate_series(1, 50) AS copy`)
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_events"}.Sanitize()).Scan(&left))
 	assert.Equal(t, events-total.EventsDeleted, left)
 }
+
+// A prune setting the engine or the store would refuse is reported by the
+// flag that sets it, not by the name of a Go configuration field.
+func TestInvalidPruneSettingsNameTheirFlags(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"prune", "--event-retention", "2h", "--run-retention", "1h"}, "--event-retention"},
+		{[]string{"prune", "--event-retention", "1h", "--run-retention", "2h", "--batch-size", "0"}, "--batch-size"},
+		{[]string{"prune", "--event-retention", "1h", "--run-retention", "2h", "--keep-graph-versions", "0"}, "--keep-graph-versions"},
+		{[]string{"worker", "--event-retention", "7d", "--run-retention", "1d"}, "--event-retention"},
+		{[]string{"worker", "--event-retention", "1d", "--run-retention", "7d", "--batch-size", "0"}, "--batch-size"},
+		{[]string{"worker", "--event-retention", "1d", "--run-retention", "7d", "--prune-interval", "0s"}, "--prune-interval"},
+	} {
+		res := c.fails(ExitUsage, tc.args...)
+		assert.Contains(t, res.stderr, tc.flag, tc.args)
+		assert.NotContains(t, res.stderr, "Retention", tc.args)
+		assert.NotContains(t, res.stderr, "BatchSize", tc.args)
+		assert.NotContains(t, res.stderr, "KeepGraphVersions", tc.args)
+		assert.NotContains(t, res.stderr, "Interval", tc.args)
+	}
+}

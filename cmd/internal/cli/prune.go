@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 // retention is a duration flag that also accepts whole days ("30d").
 type retention struct {
 	d   time.Duration
+	s   string // as given, for messages
 	set bool
 }
 
@@ -32,7 +34,19 @@ func (r *retention) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	r.d, r.set = d, true
+	r.d, r.s, r.set = d, s, true
+	return nil
+}
+
+// checkPruneFlags refuses, naming the flags, the prune settings that the
+// pruner's own validation would refuse by the names of its Go fields.
+func checkPruneFlags(events, runs retention, batch int) error {
+	switch {
+	case events.d > runs.d:
+		return usagef("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", events.s, runs.s)
+	case batch < 1 || batch > math.MaxInt32:
+		return usagef("--batch-size must be in 1..%d", math.MaxInt32)
+	}
 	return nil
 }
 
@@ -80,6 +94,12 @@ func (a *app) pruneCommand() *cobra.Command {
 			}
 			if !events.set || !runs.set {
 				return usagef("--event-retention and --run-retention are required (for example 7d and 30d)")
+			}
+			if err := checkPruneFlags(events, runs, batch); err != nil {
+				return err
+			}
+			if keep < 1 || keep > math.MaxInt32 {
+				return usagef("--keep-graph-versions must be in 1..%d", math.MaxInt32)
 			}
 			cfg := postgres.PruneConfig{EventRetention: events.d, RunRetention: runs.d, BatchSize: batch, KeepGraphVersions: keep}
 			if err := cfg.Validate(); err != nil {

@@ -44,6 +44,12 @@ func (a *app) workerCommand() *cobra.Command {
 				return usagef("pruning needs both --event-retention and --run-retention")
 			}
 			if runs.set {
+				if err := checkPruneFlags(events, runs, batch); err != nil {
+					return err
+				}
+				if pruneInterval <= 0 {
+					return usagef("--prune-interval must be positive")
+				}
 				cfg.Pruner = &prune.Config{Interval: pruneInterval, EventRetention: events.d, RunRetention: runs.d, BatchSize: batch}
 			}
 			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 || maxFinishing < 0 {
