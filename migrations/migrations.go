@@ -82,24 +82,35 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
+	up, down := migrateCommand("up", e.Schema), migrateCommand("down", e.Schema)
 	switch {
 	case e.Schema == "":
 		return fmt.Sprintf(`docket: no docket_runs table on the database's search_path; `+
-			`run "docket migrate up" to install schema version %d, or configure the schema that holds it`, e.Want)
+			`run "docket migrate up" to install schema version %d in schema public, `+
+			`or name the schema that holds it (docket --schema or DOCKET_SCHEMA)`, e.Want)
 	case e.Found == 0:
 		return fmt.Sprintf(`docket: schema %q has no Docket tables (version 0) but this build requires version %d; `+
-			`run "docket migrate up" against this database (schema %q)`, e.Schema, e.Want, e.Schema)
+			`run %q against this database`, e.Schema, e.Want, up)
 	case e.Found < e.Want:
 		return fmt.Sprintf(`docket: schema %q is at version %d but this build requires version %d; `+
-			`stop the workers and run "docket migrate up" against this database (schema %q)`, e.Schema, e.Found, e.Want, e.Schema)
+			`stop the workers and run %q against this database`, e.Schema, e.Found, e.Want, up)
 	case e.Found > e.Want:
 		return fmt.Sprintf(`docket: schema %q is at version %d, newer than this build supports (%d); `+
-			`run a newer Docket, or "docket migrate down" with the build that installed it`, e.Schema, e.Found, e.Want)
+			`run a newer Docket, or %q with the build that installed it`, e.Schema, e.Found, e.Want, down)
 	default:
 		return fmt.Sprintf(`docket: schema %q is recorded as version %d but lacks %s; `+
-			`it was altered outside "docket migrate": restore it, or reinstall it with "docket migrate down" and "docket migrate up"`,
-			e.Schema, e.Found, strings.Join(e.Missing, ", "))
+			`it was altered outside "docket migrate": restore it, or reinstall it with %q and %q`,
+			e.Schema, e.Found, strings.Join(e.Missing, ", "), down, up)
 	}
+}
+
+// migrateCommand is the docket command that migrates schema: without
+// --schema, "docket migrate" works on public.
+func migrateCommand(verb, schema string) string {
+	if schema == "" || schema == "public" {
+		return "docket migrate " + verb
+	}
+	return "docket migrate " + verb + " --schema " + schema
 }
 
 // Is makes errors.Is(err, ErrSchemaVersion) hold.

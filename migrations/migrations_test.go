@@ -275,8 +275,8 @@ func TestCheckRefusesAnythingButTheCurrentShape(t *testing.T) {
 		wantFound int
 		wantText  []string
 	}{
-		{"empty schema", -1, "", 0, []string{`has no Docket tables`, `run "docket migrate up"`}},
-		{"older version", 1, "", 1, []string{"at version 1", "requires version 2", `run "docket migrate up"`}},
+		{"empty schema", -1, "", 0, []string{`has no Docket tables`, `run "docket migrate up --schema `}},
+		{"older version", 1, "", 1, []string{"at version 1", "requires version 2", `run "docket migrate up --schema `}},
 		{"newer version", 2, `COMMENT ON TABLE %s.docket_runs IS '3'`, 3,
 			[]string{"at version 3", "newer than this build"}},
 		{"version 2 without the admission column", 2, `ALTER TABLE %s.docket_runs DROP COLUMN tenant_admitted_at`, 2,
@@ -351,7 +351,7 @@ func TestAnAlteredSchemaCanBeReinstalledAsCheckAdvises(t *testing.T) {
 			conn, schema := schemaAt(t, 2, alter)
 			err := migrations.Check(ctx, conn, schema)
 			if err != nil {
-				assert.Contains(t, err.Error(), `"docket migrate down" and "docket migrate up"`)
+				assert.Contains(t, err.Error(), fmt.Sprintf(`"docket migrate down --schema %s" and "docket migrate up --schema %s"`, schema, schema))
 			}
 
 			_, err = migrations.Down(ctx, conn, migrations.Options{Schema: schema})
@@ -712,4 +712,27 @@ func TestDocumentsAreCompressedWithLz4WhereTheServerHasIt(t *testing.T) {
 		"docket_graph_versions.graph": want,
 		"docket_runs.state":           want,
 	}, got)
+}
+
+// The command a version error suggests installs or upgrades the schema
+// that was checked: "docket migrate up" alone migrates public, so for any
+// other schema the suggestion carries --schema.
+func TestVersionErrorsSuggestACommandForTheirSchema(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		err  migrations.VersionError
+		want string
+	}{
+		{"empty public", migrations.VersionError{Schema: "public", Found: 0, Want: 2}, `run "docket migrate up"`},
+		{"empty other", migrations.VersionError{Schema: "docket", Found: 0, Want: 2}, `run "docket migrate up --schema docket"`},
+		{"older other", migrations.VersionError{Schema: "docket", Found: 1, Want: 2}, `run "docket migrate up --schema docket"`},
+		{"none on the search path", migrations.VersionError{Want: 2}, "--schema"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Contains(t, tc.err.Error(), tc.want)
+		})
+	}
 }
