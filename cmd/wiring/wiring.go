@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -207,9 +208,16 @@ func ResolveSchema(ctx context.Context, pool *pgxpool.Pool, name SchemaName) (Sc
 
 // NewListener returns the LISTEN/NOTIFY listener of schema. It connects
 // only when a dispatcher starts listening.
+// Its session carries the pool's application_name with "-wake-listener"
+// appended, so that pg_stat_activity tells it from the pool's sessions.
 func NewListener(pool *pgxpool.Pool, schema Schema, logger *slog.Logger, telemetry ports.Telemetry) (*notify.Listener, error) {
+	cfg := pool.Config().ConnConfig // a copy
+	cfg.RuntimeParams = maps.Clone(cfg.RuntimeParams)
+	if name := cfg.RuntimeParams["application_name"]; name != "" {
+		cfg.RuntimeParams["application_name"] = name + "-wake-listener"
+	}
 	return notify.NewListener(notify.ListenerConfig{
-		ConnConfig: pool.Config().ConnConfig,
+		ConnConfig: cfg,
 		Schema:     string(schema),
 		Logger:     logger,
 		Telemetry:  telemetry,

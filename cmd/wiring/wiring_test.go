@@ -101,3 +101,35 @@ func sep(url string) string {
 	}
 	return "?"
 }
+
+// The listener's session is told apart from the pool's in
+// pg_stat_activity: it carries the pool's application_name with
+// "-wake-listener" appended.
+func TestTheListenerSessionIsNamedApartFromThePool(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	app := "wiring" + schema[len(schema)-9:] // the schema's random suffix
+	pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(db.URL+sep(db.URL)+"application_name="+app))
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+	_, err = migrations.Up(ctx, pool, migrations.Options{Schema: schema})
+	require.NoError(t, err)
+	listener, err := wiring.NewListener(pool, wiring.Schema(schema), nil, wiring.NoTelemetry())
+	require.NoError(t, err)
+	_, err = listener.Listen(ctx)
+	require.NoError(t, err)
+
+	var names []string
+	rows, err := pool.Query(ctx, `SELECT application_name FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND query LIKE 'LISTEN%'`, app)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		names = append(names, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{app + "-wake-listener"}, names)
+}
