@@ -635,6 +635,10 @@ func (d *drive) release(ctx context.Context, out Outcome) Outcome {
 // poisoned reports that a hand-back poisoned the run: an abandon poisons
 // only when max_claim_abandons is exhausted.
 func (d *drive) poisoned(ctx context.Context) {
+	// Admission poisoning is logged by the dispatcher; this one only here.
+	d.cfg.Logger.Warn("docket run poisoned: handed back too often without progress; it waits for a retry (docket runs retry) once a host can drive it",
+		slog.String("run_id", d.lease.RunID), slog.String("graph_id", d.lease.GraphID),
+		slog.String("reason", claim.ReasonMaxClaimAbandons))
 	d.cfg.Telemetry.Emit(ctx, ports.FactClaimPoisoned, ports.Measurements{"count": 1},
 		ports.Label{Key: ports.LabelReason, Value: ports.PoisonReasonMaxClaimAbandons})
 }

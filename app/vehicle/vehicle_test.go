@@ -477,3 +477,28 @@ func TestAGraphThatDoesNotCompileIsReportedWithItsRun(t *testing.T) {
 	assert.Contains(t, logs.String(), lease.GraphHash)
 	assert.Contains(t, logs.String(), "t.write")
 }
+
+// A hand-back that poisons the run is logged with the run and its reason:
+// nothing else tells an operator of a worker that the run now waits for a
+// retry.
+func TestAPoisoningHandBackIsLogged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	var logs bytes.Buffer
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Nodes = node.NewRegistry() // the stored graph does not compile here
+		c.MaxClaimAbandons = 1
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	lease := f.claim(t)
+	out := v.Drive(context.Background(), lease)
+	require.Equal(t, ports.AbandonRescheduled, out.Abandon)
+	assert.NotContains(t, logs.String(), "poisoned", "a rescheduled hand-back poisons nothing")
+
+	f.clock.Set(epoch.Add(time.Hour))
+	out = v.Drive(context.Background(), f.claim(t))
+	require.Equal(t, ports.AbandonPoisoned, out.Abandon, "the abandons are exhausted")
+	assert.Contains(t, logs.String(), "poisoned")
+	assert.Contains(t, logs.String(), "run_id="+lease.RunID)
+	assert.Contains(t, logs.String(), ports.PoisonReasonMaxClaimAbandons)
+}
