@@ -243,3 +243,18 @@ func TestInvalidPruneSettingsNameTheirFlags(t *testing.T) {
 		assert.NotContains(t, res.stderr, "Interval", tc.args)
 	}
 }
+
+// Awaiting a poisoned run fails at once, and the error says how to retry
+// it, as runs show does.
+func TestAwaitingAPoisonedRunSaysHowToRetryIt(t *testing.T) {
+	t.Parallel()
+	c, db, schema := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var r runJSON
+	c.okJSON(&r, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+	poisonAll(t, db.Pool(t), schema)
+
+	res := c.fails(ExitFailure, "runs", "await", r.RunID, "--timeout", "5s")
+	assert.Contains(t, res.stderr, "poisoned")
+	assert.Contains(t, res.stderr, "docket runs retry "+r.RunID)
+}

@@ -517,6 +517,7 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 	if await > 0 {
 		done, err := c.AwaitRun(ctx, r.ID, await)
 		if err != nil {
+			err = retryHint(r.ID, err)
 			// The run exists whatever ended the wait: say which it is, so
 			// a script can await it again rather than start another.
 			if perr := a.printStarted(r); perr != nil {
@@ -532,6 +533,15 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 	fmt.Fprintf(a.io.Out, "run %s of %s@%s: %s\n", r.ID, r.GraphID, short(r.GraphHash), r.Status)
 	a.printRested(r)
 	return nil
+}
+
+// retryHint adds to an await's report that the run is poisoned the
+// command that retries it.
+func retryHint(id string, err error) error {
+	if !errors.Is(err, engine.ErrPoisoned) {
+		return err
+	}
+	return fmt.Errorf("%w; once its cause is fixed: docket runs retry %s", err, shellQuote(id))
 }
 
 // printRested follows the status line of an awaited run with what the
@@ -597,7 +607,7 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 			}
 			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout, opts...)
 			if err != nil {
-				return about("run", args[0], err)
+				return about("run", args[0], retryHint(args[0], err))
 			}
 			if a.json {
 				return printJSON(a.io.Out, toRunJSON(r, nil))
