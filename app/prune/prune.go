@@ -218,7 +218,8 @@ func call[T any](ctx context.Context, p *Pruner, f func(context.Context) (T, err
 }
 
 // Run passes immediately, then Interval after each pass ends, until ctx
-// ends. A failed pass is logged and the schedule continues.
+// ends. A pass that deletes rows is logged at info level with its counts;
+// a failed pass is logged as a warning and the schedule continues.
 func (p *Pruner) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -228,8 +229,14 @@ func (p *Pruner) Run(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		if _, err := p.Pass(ctx); err != nil && ctx.Err() == nil {
+		res, err := p.Pass(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			p.logger.Warn("docket pruner pass failed; retrying after the interval", slog.String("error", err.Error()))
+		case err == nil && res.Events+res.Runs+res.Graphs > 0:
+			p.logger.Info("docket pruner pass deleted rows past their retention",
+				slog.Int("events", res.Events), slog.Int("runs", res.Runs),
+				slog.Int("cascade_events", res.CascadeEvents), slog.Int("graph_versions", res.Graphs))
 		}
 		timer.Reset(p.cfg.Interval)
 	}

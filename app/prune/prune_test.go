@@ -1,8 +1,10 @@
 package prune_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"sync"
 	"testing"
@@ -218,4 +220,29 @@ func TestAPassCutShortByItsContextIsSkippedNotFailed(t *testing.T) {
 	_, err = p.Pass(context.Background())
 	require.Error(t, err)
 	assert.Equal(t, []string{ports.ResultSkipped, ports.ResultError}, log.results)
+}
+
+// A pass that deletes rows says so at info level, with what it deleted:
+// retention is a deliberate loss an operator should be able to see.
+func TestRunLogsWhatEachPassDeleted(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{passCalls: make(chan struct{}, 1)}
+	var logs bytes.Buffer
+	p, err := prune.New(store, valid(), prune.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	select {
+	case <-store.passCalls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pruner never passed")
+	}
+	cancel()
+	<-done
+	assert.Contains(t, logs.String(), "level=INFO")
+	assert.Contains(t, logs.String(), "events=3 runs=2 cascade_events=7 graph_versions=1")
 }
