@@ -258,3 +258,14 @@ func TestAwaitingAPoisonedRunSaysHowToRetryIt(t *testing.T) {
 	assert.Contains(t, res.stderr, "poisoned")
 	assert.Contains(t, res.stderr, "docket runs retry "+r.RunID)
 }
+
+// A worker's status line says whether it prunes, and with what retention,
+// so that an operator need not read its command line to know.
+func TestAWorkerSaysWhetherItPrunes(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	res := c.ok("worker", "--for", "10ms", "--event-retention", "7d", "--run-retention", "30d", "--prune-interval", "2h")
+	assert.Contains(t, res.stderr, "pruning every 2h0m0s (events after 7d, finished runs after 30d)")
+	res = c.ok("worker", "--for", "10ms")
+	assert.Contains(t, res.stderr, "no pruning")
+}

@@ -55,8 +55,12 @@ func (a *app) workerCommand() *cobra.Command {
 			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 || maxFinishing < 0 {
 				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout, --max-finishing and --for not negative")
 			}
+			pruning := "no pruning"
+			if cfg.Pruner != nil {
+				pruning = fmt.Sprintf("pruning every %s (events after %s, finished runs after %s)", pruneInterval, events.s, runs.s)
+			}
 			a.admits = true
-			return a.worker(cmd.Context(), cfg, runFor)
+			return a.worker(cmd.Context(), cfg, runFor, pruning)
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", engine.DefaultConcurrency, "runs driven at once")
@@ -74,7 +78,7 @@ func (a *app) workerCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration) error {
+func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration, pruning string) error {
 	rt, cleanup, err := a.openEngine(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -93,7 +97,7 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	if cfg.PollOnly {
 		wake = "polling only"
 	}
-	a.say("docket worker: schema %q, %s, nodes %s; Ctrl-C stops", rt.Schema, wake, strings.Join(demo.Registry().Refs(), ", "))
+	a.say("docket worker: schema %q, %s, %s, nodes %s; Ctrl-C stops", rt.Schema, wake, pruning, strings.Join(demo.Registry().Refs(), ", "))
 	wait := ctx
 	if runFor > 0 {
 		var cancel context.CancelFunc
