@@ -155,6 +155,14 @@ func (a *app) conformance(ctx context.Context, sequential bool) error {
 		}
 	}()
 
+	// Every invariant needs a scratch schema: a role that cannot create
+	// one is told so once, instead of by a failure of every invariant.
+	first, err := schemas.take(ctx)
+	if err != nil {
+		return failuref("conformance needs a role that may CREATE SCHEMA in this database (the owner's, not the application role's): %v", err)
+	}
+	schemas.give(ctx, first)
+
 	total := len(conformance.Invariants())
 	b := a.progress(total, "checking invariants")
 	var started atomic.Int64
