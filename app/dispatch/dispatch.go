@@ -462,6 +462,12 @@ func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, d
 	leases, poisoned = len(res.batch.Leases), res.batch.Poisoned
 	ready, expired = res.batch.ReadyCandidates, res.batch.ExpiredCandidates
 	ReportClaims(res.ctx, d.cfg.Telemetry, res.batch)
+	for _, lease := range res.batch.Leases {
+		if lease.Class == claim.ClassExpired {
+			d.cfg.Logger.Info("docket took over a run whose claim outlived the orphan TTL (its worker died or stalled); replaying from its last checkpoint",
+				slog.String("run_id", lease.RunID), slog.Int("claim_attempt", lease.Attempt))
+		}
+	}
 	var unused []ports.Lease
 	for _, lease := range res.batch.Leases {
 		if draining || inFlight+launched >= d.cfg.Concurrency {
