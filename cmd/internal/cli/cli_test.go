@@ -433,7 +433,8 @@ func TestRunLifecycleWithAWorker(t *testing.T) {
 	assert.Empty(t, c.ok("events", "tail", runID, "--after", lines[len(lines)-1].Cursor, "--follow").stdout,
 		"following a finished run from its end prints nothing and returns")
 
-	c.fails(ExitConflict, "runs", "cancel", runID)
+	res := c.fails(ExitConflict, "runs", "cancel", runID)
+	assert.Contains(t, res.stdout, "not cancelled (cancel run: inactive_run: ", "the operation is named once")
 	c.fails(ExitNotFound, "runs", "cancel", "run_does_not_exist")
 	assert.Equal(t, "docket: run \"run_does_not_exist\": not found\n", c.fails(ExitNotFound, "runs", "show", "run_does_not_exist").stderr,
 		"the run is named once")

@@ -662,7 +662,7 @@ func (a *app) runsCancelCommand() *cobra.Command {
 				}
 				r, err := c.CancelRun(ctx, id)
 				if err != nil {
-					err = fmt.Errorf("cancel: %w", about("run", id, err))
+					err = about("run", id, err) // the engine says it was a cancel
 					first = cmp.Or(first, err)
 					results = append(results, signalJSON{RunID: id, Result: "error", Reason: err.Error()})
 					continue
