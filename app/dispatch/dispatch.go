@@ -119,6 +119,10 @@ type Dispatcher struct {
 
 	// subscribed is true while the listener forwards a live subscription.
 	subscribed atomic.Bool
+	// answered is when the store last answered a claim poll, and
+	// unanswered when the oldest poll since then began (Unix nanoseconds
+	// of Clock; 0: none). The loop writes both; PollStatus reads them.
+	answered, unanswered atomic.Int64
 
 	mu        sync.Mutex
 	started   bool
@@ -252,6 +256,31 @@ func (d *Dispatcher) Listening() bool {
 	return !ok || n.Connected()
 }
 
+// PollStatus is what a health check needs to know of the claim polls.
+type PollStatus struct {
+	// LastAnswered is when the store last answered a claim poll (zero:
+	// never yet).
+	LastAnswered time.Time
+	// UnansweredSince is when the oldest claim poll began that the store
+	// has not answered since (it failed, or is still waiting); zero when
+	// the latest poll was answered. A dispatcher whose every place is
+	// taken does not poll, so this stays zero while it is busy.
+	UnansweredSince time.Time
+}
+
+// PollStatus reports the claim polls' progress, in Clock's time. It is
+// safe to call at any time, from any goroutine.
+func (d *Dispatcher) PollStatus() PollStatus {
+	return PollStatus{LastAnswered: fromNanos(d.answered.Load()), UnansweredSince: fromNanos(d.unanswered.Load())}
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
 // Stop drains: no new claims; a poll in flight is waited for and its
 // leases are released, not launched; then in-flight vehicles and
 // OnPoisoned callbacks are waited for, up to DrainTimeout or ctx's end,
@@ -310,6 +339,7 @@ func (d *Dispatcher) loop() {
 			return
 		}
 		polling = true
+		d.unanswered.CompareAndSwap(0, d.cfg.Clock.Now().UnixNano())
 		d.poll(source, demand)
 	}
 	request := func(source string) {
@@ -350,6 +380,10 @@ func (d *Dispatcher) loop() {
 			}
 		case res := <-d.pollDone:
 			polling = false
+			if res.err == nil {
+				d.answered.Store(d.cfg.Clock.Now().UnixNano())
+				d.unanswered.Store(0)
+			}
 			launched, poisoned := d.handle(context.Background(), res, inFlight, false)
 			backlog = res.err == nil && len(res.batch.Leases) >= res.demand
 			d.poisoned(poisoned)

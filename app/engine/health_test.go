@@ -1,0 +1,70 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/adapters/memory"
+	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/ports"
+)
+
+// claimOutage is a backend whose ClaimDue fails while down is set.
+type claimOutage struct {
+	ports.Backend
+	down atomic.Bool
+}
+
+func (b *claimOutage) ClaimDue(ctx context.Context, req claim.Request) (*ports.ClaimBatch, error) {
+	if b.down.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return b.Backend.ClaimDue(ctx, req)
+}
+
+func TestHealthFollowsLifecycleAndClaimPolls(t *testing.T) {
+	k := newKit()
+	store := &claimOutage{Backend: memory.New(memory.Options{})}
+	e, err := engine.New(engine.Config{Backend: store, Nodes: k.registry, Dispatcher: fastDispatch(),
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	h := e.Health()
+	assert.Equal(t, engine.HealthCreated, h.State)
+	assert.True(t, h.LastPoll.IsZero())
+	assert.Equal(t, 5*time.Millisecond, h.PollInterval)
+
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	eventually(t, "a poll answered", func() bool { return !e.Health().LastPoll.IsZero() })
+	h = e.Health()
+	assert.Equal(t, engine.HealthRunning, h.State)
+	assert.True(t, h.UnansweredSince.IsZero(), "the latest poll was answered")
+	eventually(t, "listening", func() bool { return e.Health().Listening }) // the memory store's in-process wake-ups
+
+	store.down.Store(true)
+	eventually(t, "a poll failing", func() bool { return !e.Health().UnansweredSince.IsZero() })
+	failing := e.Health()
+	time.Sleep(20 * time.Millisecond) // a few more failed polls
+	assert.Equal(t, failing.UnansweredSince, e.Health().UnansweredSince, "the oldest unanswered poll is kept")
+	store.down.Store(false)
+	eventually(t, "polls answered again", func() bool { return e.Health().UnansweredSince.IsZero() })
+	assert.True(t, e.Health().LastPoll.After(failing.LastPoll))
+
+	// A run held in a node keeps Stop draining.
+	saveAndStart(t, e.Client, build(t, single("gated", refGated)), nil)
+	k.waitStarted(t)
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Stop(context.Background()) }()
+	eventually(t, "stopping", func() bool { return e.Health().State == engine.HealthStopping })
+	k.releaseGate()
+	require.NoError(t, <-stopped)
+	assert.Equal(t, engine.HealthStopped, e.Health().State)
+}
