@@ -8,7 +8,7 @@
 //	wire.Build(
 //		wiring.PostgresSet,      // or wiring.MemorySet, without ListenSet, "DatabaseURL" and "Schema"
 //		wiring.ListenSet,        // or wiring.PollOnlySet (PgBouncer transaction pooling)
-//		wiring.NoTelemetrySet,   // or a provider of ports.Telemetry, e.g. adapters/otel
+//		wiring.NoTelemetrySet,   // or SettingsTelemetrySet, or a provider of ports.Telemetry (e.g. adapters/otel)
 //		wiring.EngineSet,
 //		myNodes,                 // func() *node.Registry
 //		wire.FieldsOf(new(wiring.Settings), "DatabaseURL", "Schema", "Engine", "Logger"),
@@ -77,6 +77,9 @@ type Settings struct {
 	// Admission is how the store takes part in claim admission (the
 	// Admitting sets only).
 	Admission Admission
+	// Telemetry receives the engine's, the store's and the listener's
+	// signals (SettingsTelemetrySet only; nil: none).
+	Telemetry ports.Telemetry
 }
 
 // Admission chooses a store's claim policy and whether opening the store
@@ -158,6 +161,10 @@ var PollOnlySet = wire.NewSet(PollOnly)
 // NoTelemetrySet provides telemetry that records nothing.
 var NoTelemetrySet = wire.NewSet(NoTelemetry)
 
+// SettingsTelemetrySet provides Settings.Telemetry, so that one injector
+// serves with and without telemetry. It needs the Settings.
+var SettingsTelemetrySet = wire.NewSet(TelemetryOf)
+
 // EngineSet provides the engine. It needs a ports.Backend, a
 // *node.Registry, a ports.Telemetry, an engine.Config and a *slog.Logger.
 var EngineSet = wire.NewSet(NewEngine)
@@ -230,6 +237,14 @@ func PollOnly() ports.Notifier { return nil }
 
 // NoTelemetry provides ports.NopTelemetry.
 func NoTelemetry() ports.Telemetry { return ports.NopTelemetry{} }
+
+// TelemetryOf provides s.Telemetry, or ports.NopTelemetry when it is nil.
+func TelemetryOf(s Settings) ports.Telemetry {
+	if s.Telemetry == nil {
+		return ports.NopTelemetry{}
+	}
+	return s.Telemetry
+}
 
 // NewPostgresStore opens the PostgreSQL store on schema, refusing a schema
 // that is not at the version this build needs. It admits with claim.Legacy.

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/docketgo/docket/cmd/internal/embedpg"
+	"github.com/docketgo/docket/ports"
 )
 
 // IO is where a command reads and writes.
@@ -135,6 +136,9 @@ type app struct {
 	// schema's admission authority.
 	claimPolicyFlag string
 	admits          bool
+	// telemetry is what the engine reports to: the worker's
+	// --metrics-addr endpoint's, else nil (none).
+	telemetry ports.Telemetry
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -32,6 +32,7 @@ func (a *app) settings(cfg engine.Config) (wiring.Settings, error) {
 		// Commands that never claim leave the schema's admission mode
 		// alone: a one-off command must not stop a running fleet.
 		Admission: wiring.Admission{Policy: policy.Policy(), Passive: !a.admits},
+		Telemetry: a.telemetry,
 	}, nil
 }
 

@@ -15,13 +15,14 @@ import (
 )
 
 // openPostgres assembles the CLI's engine on PostgreSQL: LISTEN/NOTIFY
-// wake-ups (--poll-only disables them through the engine config), no
-// telemetry, and the built-in example nodes.
+// wake-ups (--poll-only disables them through the engine config), the
+// settings' telemetry (none unless the worker serves --metrics-addr), and
+// the built-in example nodes.
 func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func(), error) {
 	wire.Build(
 		wiring.AdmittingPostgresSet,
 		wiring.ListenSet,
-		wiring.NoTelemetrySet,
+		wiring.SettingsTelemetrySet,
 		wiring.EngineSet,
 		demo.Registry,
 		wire.FieldsOf(new(wiring.Settings), "DatabaseURL", "Schema", "Engine", "Logger", "Admission"),

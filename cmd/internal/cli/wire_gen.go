@@ -16,8 +16,9 @@ import (
 // Injectors from wire.go:
 
 // openPostgres assembles the CLI's engine on PostgreSQL: LISTEN/NOTIFY
-// wake-ups (--poll-only disables them through the engine config), no
-// telemetry, and the built-in example nodes.
+// wake-ups (--poll-only disables them through the engine config), the
+// settings' telemetry (none unless the worker serves --metrics-addr), and
+// the built-in example nodes.
 func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func(), error) {
 	config := s.Engine
 	databaseURL := s.DatabaseURL
@@ -32,7 +33,7 @@ func openPostgres(ctx context.Context, s wiring.Settings) (*wiring.Runtime, func
 		return nil, nil, err
 	}
 	logger := s.Logger
-	telemetry := wiring.NoTelemetry()
+	telemetry := wiring.TelemetryOf(s)
 	listener, err := wiring.NewListener(pool, schema, logger, telemetry)
 	if err != nil {
 		cleanup()

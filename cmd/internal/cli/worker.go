@@ -19,6 +19,7 @@ func (a *app) workerCommand() *cobra.Command {
 	var concurrency, maxFinishing int
 	var pollInterval, drainTimeout, runFor, pruneInterval time.Duration
 	var pollOnly bool
+	var metricsAddr string
 	var events, runs retention
 	var batch int
 	cmd := &cobra.Command{
@@ -28,7 +29,9 @@ func (a *app) workerCommand() *cobra.Command {
 			"LISTEN/NOTIFY (unless --poll-only) and polling every --poll-interval. Start as many workers\n" +
 			"as you like on one database. Ctrl-C or SIGTERM stops claiming, lets running work reach its\n" +
 			"next checkpoint for up to --drain-timeout, and exits 0. With --run-retention and\n" +
-			"--event-retention (both) the worker also prunes every --prune-interval.",
+			"--event-retention (both) the worker also prunes every --prune-interval. With\n" +
+			"--metrics-addr it serves its docket.* metrics (Prometheus text) on /metrics and its health\n" +
+			"on /healthz.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := engine.Config{
@@ -60,7 +63,7 @@ func (a *app) workerCommand() *cobra.Command {
 				pruning = fmt.Sprintf("pruning every %s (events after %s, finished runs after %s)", pruneInterval, events.s, runs.s)
 			}
 			a.admits = true
-			return a.worker(cmd.Context(), cfg, runFor, pruning)
+			return a.worker(cmd.Context(), cfg, runFor, pruning, metricsAddr)
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", engine.DefaultConcurrency, "runs driven at once")
@@ -75,10 +78,24 @@ func (a *app) workerCommand() *cobra.Command {
 	cmd.Flags().Var(&runs, "run-retention", "prune finished runs older than this (e.g. 30d)")
 	cmd.Flags().DurationVar(&pruneInterval, "prune-interval", time.Hour, "time between prune passes")
 	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one prune pass deletes at most")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "",
+		"serve /metrics (Prometheus) and /healthz on this address, e.g. :9464 (empty: no endpoint)")
 	return cmd
 }
 
-func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration, pruning string) error {
+func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duration, pruning, metricsAddr string) error {
+	// Bind the endpoint first: a taken address fails before connecting.
+	var metrics *metricsServer
+	if metricsAddr != "" {
+		var err error
+		if metrics, err = newMetricsServer(metricsAddr); err != nil {
+			return err
+		}
+		// For the error paths; the normal one closes it after the drain
+		// (the first close is the one that counts).
+		defer metrics.close(time.Second)
+		a.telemetry = metrics.telemetry
+	}
 	rt, cleanup, err := a.openEngine(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -90,6 +107,12 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 		return err
 	}
 	defer cleanup()
+	endpoint := ""
+	if metrics != nil {
+		// Serving starts before claiming, so the first scrape sees it all.
+		metrics.serve(rt.Engine)
+		endpoint = fmt.Sprintf(", metrics on http://%s/metrics", metrics.addr())
+	}
 	if err := rt.Engine.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
@@ -97,7 +120,8 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	if cfg.PollOnly {
 		wake = "polling only"
 	}
-	a.say("docket worker: schema %q, %s, %s, nodes %s; Ctrl-C stops", rt.Schema, wake, pruning, strings.Join(demo.Registry().Refs(), ", "))
+	a.say("docket worker: schema %q, %s, %s%s, nodes %s; Ctrl-C stops", rt.Schema, wake, pruning, endpoint,
+		strings.Join(demo.Registry().Refs(), ", "))
 	wait := ctx
 	if runFor > 0 {
 		var cancel context.CancelFunc
@@ -112,6 +136,11 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	defer cancel()
 	if err := rt.Engine.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("stop the worker: %w", err)
+	}
+	if metrics != nil {
+		// After the drain, so that a scrape during it sees it; a scrape
+		// in progress gets a second to finish.
+		metrics.close(time.Second)
 	}
 	a.say("docket worker: stopped")
 	return nil
