@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/pgtest"
 )
 
@@ -35,7 +36,7 @@ const signalChildEnv = "DOCKET_TEST_SIGNAL_CHILD"
 // signalChild waits for its first interrupt, says so, and then stays busy
 // for a minute, as a worker whose drain is slow does.
 func signalChild() {
-	ctx, stop := interruptContext()
+	ctx, stop := wiring.InterruptContext()
 	defer stop()
 	fmt.Println("ready")
 	<-ctx.Done()
