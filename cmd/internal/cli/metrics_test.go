@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -21,25 +20,6 @@ import (
 	"github.com/docketgo/docket/app/engine"
 )
 
-// syncBuffer is a bytes.Buffer that a running command and the test may
-// use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var metricsAddrLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 
 // metricsWorker runs `docket worker --metrics-addr 127.0.0.1:0` in-process
@@ -48,7 +28,7 @@ var metricsAddrLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 func (c *cli) metricsWorker() (string, func() result) {
 	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr lockedBuffer
 	opts := c.opts
 	opts.Getenv = func(k string) string { return c.env[k] }
 	done := make(chan int, 1)
