@@ -463,12 +463,7 @@ func TestACorruptStoredGraphIsHandedBackAndReported(t *testing.T) {
 // find the run before its hand-backs poison it.
 func TestAGraphThatDoesNotCompileIsReportedWithItsRun(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, single("t.write"))
-	var logs bytes.Buffer
-	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
-		c.Nodes = node.NewRegistry()
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	f, v, logs := uncompilable(t, 0)
 	lease := f.claim(t)
 	out := v.Drive(context.Background(), lease)
 	require.Equal(t, vehicle.Abandoned, out.Kind)
@@ -483,13 +478,7 @@ func TestAGraphThatDoesNotCompileIsReportedWithItsRun(t *testing.T) {
 // retry.
 func TestAPoisoningHandBackIsLogged(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, single("t.write"))
-	var logs bytes.Buffer
-	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
-		c.Nodes = node.NewRegistry() // the stored graph does not compile here
-		c.MaxClaimAbandons = 1
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	f, v, logs := uncompilable(t, 1)
 	lease := f.claim(t)
 	out := v.Drive(context.Background(), lease)
 	require.Equal(t, ports.AbandonRescheduled, out.Abandon)
@@ -501,4 +490,21 @@ func TestAPoisoningHandBackIsLogged(t *testing.T) {
 	assert.Contains(t, logs.String(), "poisoned")
 	assert.Contains(t, logs.String(), "run_id="+lease.RunID)
 	assert.Contains(t, logs.String(), ports.PoisonReasonMaxClaimAbandons)
+}
+
+// uncompilable is a fixture of one stored run and a vehicle whose host
+// registers none of its nodes, so its graph does not compile there, with
+// maxAbandons (0: the fixture's) and its log.
+func uncompilable(t *testing.T, maxAbandons int) (*fixture, *vehicle.Vehicle, *bytes.Buffer) {
+	t.Helper()
+	f := newFixture(t, single("t.write"))
+	logs := &bytes.Buffer{}
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Nodes = node.NewRegistry()
+		if maxAbandons > 0 {
+			c.MaxClaimAbandons = maxAbandons
+		}
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	return f, v, logs
 }
