@@ -272,3 +272,21 @@ func TestAWorkerSaysWhetherItPrunes(t *testing.T) {
 	res = c.ok("worker", "--for", "10ms")
 	assert.Contains(t, res.stderr, "no pruning")
 }
+
+// TestWorkerEngineLimitsAreFlags: the limits that decide how long a node
+// may run and how soon a dead worker's runs are recovered are flags of the
+// worker, checked together and reported by their flag names.
+func TestWorkerEngineLimitsAreFlags(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	res := c.fails(ExitUsage, "worker", "--max-attempt-elapsed", "2m", "--for", "10ms")
+	assert.Contains(t, res.stderr, "--drain-max-elapsed (3s) must be at least --max-attempt-elapsed (2m0s)")
+	assert.Contains(t, res.stderr, "--orphan-ttl (1m0s) must exceed --drain-max-elapsed")
+	assert.NotContains(t, res.stderr, "Dispatcher.", "no Go field names")
+	c.fails(ExitUsage, "worker", "--orphan-ttl", "0s", "--for", "10ms")
+	c.fails(ExitUsage, "worker", "--max-claim-abandons", "0", "--for", "10ms")
+
+	c.ok("graph", "publish", "--example")
+	c.ok("worker", "--max-attempt-elapsed", "2m", "--drain-max-elapsed", "2m", "--orphan-ttl", "5m",
+		"--max-claim-attempts", "3", "--max-claim-abandons", "2", "--for", "10ms")
+}

@@ -18,6 +18,8 @@ import (
 func (a *app) workerCommand() *cobra.Command {
 	var concurrency, maxFinishing int
 	var pollInterval, drainTimeout, runFor, pruneInterval time.Duration
+	var orphanTTL, maxAttemptElapsed, drainMaxElapsed time.Duration
+	var maxClaimAttempts, maxClaimAbandons int
 	var pollOnly bool
 	var metricsAddr string
 	var events, runs retention
@@ -35,13 +37,23 @@ func (a *app) workerCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := engine.Config{
-				PollOnly: pollOnly,
+				PollOnly:          pollOnly,
+				MaxAttemptElapsed: maxAttemptElapsed,
 				Dispatcher: engine.DispatcherConfig{
-					Concurrency:  concurrency,
-					MaxFinishing: maxFinishing,
-					PollInterval: pollInterval,
-					DrainTimeout: drainTimeout,
+					Concurrency:      concurrency,
+					MaxFinishing:     maxFinishing,
+					PollInterval:     pollInterval,
+					DrainTimeout:     drainTimeout,
+					OrphanTTL:        orphanTTL,
+					MaxClaimAttempts: maxClaimAttempts,
 				},
+				Vehicle: engine.VehicleConfig{
+					DrainBudget:      engine.DrainBudget{MaxElapsed: drainMaxElapsed},
+					MaxClaimAbandons: maxClaimAbandons,
+				},
+			}
+			if orphanTTL <= 0 || maxAttemptElapsed <= 0 || drainMaxElapsed <= 0 || maxClaimAttempts < 1 || maxClaimAbandons < 1 {
+				return usagef("--orphan-ttl, --max-attempt-elapsed, --drain-max-elapsed, --max-claim-attempts and --max-claim-abandons must be positive")
 			}
 			if events.set != runs.set {
 				return usagef("pruning needs both --event-retention and --run-retention")
@@ -78,6 +90,12 @@ func (a *app) workerCommand() *cobra.Command {
 	cmd.Flags().Var(&runs, "run-retention", "prune finished runs older than this (e.g. 30d)")
 	cmd.Flags().DurationVar(&pruneInterval, "prune-interval", time.Hour, "time between prune passes")
 	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one prune pass deletes at most")
+	cmd.Flags().DurationVar(&maxAttemptElapsed, "max-attempt-elapsed", engine.DefaultMaxAttemptElapsed,
+		"longest node attempt (raise with --drain-max-elapsed and --orphan-ttl, keeping max-attempt-elapsed ≤ drain-max-elapsed < orphan-ttl)")
+	cmd.Flags().DurationVar(&drainMaxElapsed, "drain-max-elapsed", engine.DefaultDrainMaxElapsed, "longest a claimed run keeps starting supersteps before it is handed on")
+	cmd.Flags().DurationVar(&orphanTTL, "orphan-ttl", engine.DefaultOrphanTTL, "how long a dead worker's claim holds its run before another worker takes it over")
+	cmd.Flags().IntVar(&maxClaimAttempts, "max-claim-attempts", engine.DefaultMaxClaimAttempts, "claims without progress before a run is poisoned")
+	cmd.Flags().IntVar(&maxClaimAbandons, "max-claim-abandons", engine.DefaultMaxClaimAbandons, "hand-backs without progress (a graph this worker cannot run) before a run is poisoned")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "",
 		"serve /metrics (Prometheus) and /healthz on this address, e.g. :9464 (empty: no endpoint)")
 	return cmd
@@ -103,6 +121,9 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 			// nothing was claimed, so this is a clean stop too.
 			a.say("docket worker: stopped before it started")
 			return nil
+		}
+		if errors.Is(err, engine.ErrInvalidConfig) {
+			return usageErr(errors.New(workerFlagNames.Replace(err.Error())))
 		}
 		return err
 	}
@@ -145,3 +166,13 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	a.say("docket worker: stopped")
 	return nil
 }
+
+// workerFlagNames names the engine settings the worker has flags for as
+// those flags, in the engine's configuration errors.
+var workerFlagNames = strings.NewReplacer(
+	"Vehicle.DrainBudget.MaxElapsed", "--drain-max-elapsed",
+	"Vehicle.MaxClaimAbandons", "--max-claim-abandons",
+	"Dispatcher.OrphanTTL", "--orphan-ttl",
+	"Dispatcher.MaxClaimAttempts", "--max-claim-attempts",
+	"MaxAttemptElapsed", "--max-attempt-elapsed",
+)
