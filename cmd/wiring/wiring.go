@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"strings"
 	"time"
 
@@ -173,9 +174,14 @@ var EngineSet = wire.NewSet(NewEngine)
 func NewPool(ctx context.Context, url DatabaseURL) (*pgxpool.Pool, func(), error) {
 	cfg, err := pgxpool.ParseConfig(string(url))
 	if err != nil {
-		// pgx quotes the whole connection string, password included, in
-		// some parse errors: never echo it.
-		return nil, nil, fmt.Errorf("%w: the database URL does not parse (check its syntax)", ErrDatabaseURL)
+		// pgx quotes the connection string (its password redacted, as
+		// well as it can) before its reason: only the reason is said, and
+		// not even that if it holds the password.
+		reason := "check its syntax"
+		if r := parseReason(err, string(url)); r != "" {
+			reason = r
+		}
+		return nil, nil, fmt.Errorf("%w: the database URL does not parse (%s)", ErrDatabaseURL, reason)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
@@ -196,6 +202,49 @@ func NewPool(ctx context.Context, url DatabaseURL) (*pgxpool.Pool, func(), error
 	}
 	return pool, pool.Close, nil
 }
+
+// parseReason is what pgx says is wrong with the connection string url,
+// without the string itself; "" when that cannot be told apart from the
+// string or would repeat its password.
+func parseReason(err error, url string) string {
+	msg := err.Error()
+	i := strings.LastIndex(msg, "`: ")
+	if i < 0 {
+		return ""
+	}
+	reason := msg[i+len("`: "):]
+	if reason == "" || strings.Contains(reason, url) {
+		return ""
+	}
+	for _, secret := range passwordCandidates(url) {
+		if strings.Contains(reason, secret) {
+			return ""
+		}
+	}
+	return reason
+}
+
+// passwordCandidates are the parts of a connection string that may be its
+// password: a URL's userinfo after its first colon, and keyword/value
+// password values.
+func passwordCandidates(url string) []string {
+	var out []string
+	if _, rest, ok := strings.Cut(url, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok && pw != "" {
+				out = append(out, pw)
+			}
+		}
+	}
+	for _, m := range keywordPassword.FindAllStringSubmatch(url, -1) {
+		if pw := strings.Trim(m[1], "'"); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+var keywordPassword = regexp.MustCompile(`password\s*=\s*('[^']*'|\S+)`)
 
 // ErrDatabaseURL reports a connection string that does not parse.
 var ErrDatabaseURL = errors.New("invalid database URL")

@@ -25,6 +25,23 @@ func TestNewPoolNeverEchoesTheDatabaseURL(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, wiring.ErrDatabaseURL))
 	assert.NotContains(t, err.Error(), "hunter2")
+	assert.Contains(t, err.Error(), "invalid port", "what is wrong is said")
+
+	for _, url := range []string{
+		"postgres://u:hunter2 x@host/db",         // the reason speaks of the password
+		"host=db port=nope password='hunter2 x'", // keyword/value
+		"postgres://u:invalid port@host:nope/db", // the reason would repeat the password
+		"password=port host=db port=nope",        // likewise, as a keyword
+	} {
+		_, _, err := wiring.NewPool(context.Background(), wiring.DatabaseURL(url))
+		require.ErrorIs(t, err, wiring.ErrDatabaseURL, url)
+		for _, secret := range []string{"hunter2", "invalid port@", "password=port"} {
+			assert.NotContains(t, err.Error(), secret, url)
+		}
+	}
+	_, _, err = wiring.NewPool(context.Background(), "postgres://u:port@host:nope/db")
+	assert.Equal(t, "invalid database URL: the database URL does not parse (check its syntax)", err.Error(),
+		"a reason that holds the password (invalid port) is not said")
 }
 
 // The notifier slot decides whether the store offers a listener, and so
