@@ -25,6 +25,8 @@ type Direct struct {
 	// view and config are the rest of the node's input.
 	view, config map[string]any
 	deadline     time.Time
+	limit        time.Duration // the deadline's distance from the start
+	nodeLimit    bool          // the limit is the node's timeout_ms
 	state        atomic.Int32
 	result       superstep.Result // written by Call's goroutine before it settles
 }
@@ -46,8 +48,9 @@ func (e *Executor) Prepare(parent context.Context, runID string, act *superstep.
 	if failed != nil {
 		return nil, *failed
 	}
-	deadline := time.Now().Add(e.Deadline(act.Policy.TimeoutMS))
-	d := &Direct{node: n, view: in.State, config: in.Config, deadline: deadline}
+	limit := e.Deadline(act.Policy.TimeoutMS)
+	deadline := time.Now().Add(limit)
+	d := &Direct{node: n, view: in.State, config: in.Config, deadline: deadline, limit: limit, nodeLimit: limit < e.maximum()}
 	d.ctx = attemptContext{parent: parent, deadline: deadline, task: in.Task}
 	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		d.ctx.deadline = pd
@@ -80,7 +83,7 @@ func (d *Direct) Call() (r superstep.Result, owned bool) {
 			r = failure(ReasonExited, true)
 		}
 		if d.overran() {
-			r = Timeout()
+			r = d.Timeout()
 		}
 		owned = d.settle(r)
 	}()
@@ -89,7 +92,7 @@ func (d *Direct) Call() (r superstep.Result, owned bool) {
 	if d.overran() {
 		// The watcher has not abandoned the attempt yet, but the result
 		// is late all the same: it is dropped as Execute drops it.
-		r = Timeout()
+		r = d.Timeout()
 		return r, d.settle(r)
 	}
 	if !d.state.CompareAndSwap(directRunning, directSettled) {
@@ -136,5 +139,5 @@ func (d *Direct) Abandon(cause error) bool {
 	return true
 }
 
-// Timeout is the failure of an attempt that overran its deadline.
-func Timeout() superstep.Result { return failure(ReasonTimeout, true) }
+// Timeout is the failure of this attempt when it overran its deadline.
+func (d *Direct) Timeout() superstep.Result { return timeout(d.limit, d.nodeLimit) }

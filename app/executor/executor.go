@@ -25,7 +25,8 @@ import (
 const DefaultMaxAttemptElapsed = 2000 * time.Millisecond
 
 // Failure reasons the executor itself produces. Reasons are free-form
-// strings recorded in node_failed events and run failures.
+// strings recorded in node_failed events and run failures. A timeout's
+// reason starts with ReasonTimeout and says which limit it ran past.
 const (
 	ReasonTimeout           = "timeout"
 	ReasonExited            = "exited: killed (the node called runtime.Goexit)"
@@ -81,10 +82,7 @@ func (e *Executor) Execute(ctx context.Context, runID string, acts []superstep.A
 // Deadline is the effective deadline of an attempt: the node's timeout_ms
 // when set and below the host maximum, otherwise the host maximum.
 func (e *Executor) Deadline(timeoutMS int) time.Duration {
-	maximum := e.MaxAttemptElapsed
-	if maximum <= 0 {
-		maximum = DefaultMaxAttemptElapsed
-	}
+	maximum := e.maximum()
 	// Compared in milliseconds first: a huge timeout_ms would overflow the
 	// product and wrap below the maximum.
 	if timeoutMS > 0 && int64(timeoutMS) <= maximum.Milliseconds() {
@@ -133,6 +131,9 @@ type attempt struct {
 	report  report
 	group   int
 	settled bool
+	// nodeLimit: the deadline is the node's timeout_ms, below the
+	// engine's maximum (for the timeout's reason).
+	nodeLimit bool
 }
 
 // report is what a node goroutine produces: the node's raw return, or the
@@ -182,7 +183,9 @@ func (e *Executor) start(parent context.Context, runID string, acts []superstep.
 	for i := range acts {
 		act := &acts[i]
 		a := &b.attempts[i]
-		a.group = b.groupFor(now, e.Deadline(act.Policy.TimeoutMS))
+		limit := e.Deadline(act.Policy.TimeoutMS)
+		a.group = b.groupFor(now, limit)
+		a.nodeLimit = limit < e.maximum()
 		n, in, failed := e.prepare(runID, act, owned)
 		if failed != nil {
 			a.report = report{failed: failed}
@@ -327,7 +330,7 @@ func (b *batch) wait(parent context.Context, results []superstep.Result) error {
 				a := &b.attempts[i]
 				if !a.settled && a.group == next {
 					a.settled = true
-					results[i] = failure(ReasonTimeout, true)
+					results[i] = timeout(b.groups[a.group].after, a.nodeLimit)
 					pending--
 					if a.ctx != nil {
 						a.ctx.cancel(context.DeadlineExceeded)
@@ -421,6 +424,26 @@ func classify(out node.Output, err error) superstep.Result {
 		}}
 	}
 	return failure(ReasonInvalidNodeReturn, false)
+}
+
+// maximum is the host maximum of one attempt.
+func (e *Executor) maximum() time.Duration {
+	if e.MaxAttemptElapsed <= 0 {
+		return DefaultMaxAttemptElapsed
+	}
+	return e.MaxAttemptElapsed
+}
+
+// timeout is the failure of an attempt that ran past its limit: the
+// node's timeout_ms when nodeLimit, else the host's MaxAttemptElapsed. The
+// reason names the limit, so whoever reads a failed run knows what to
+// raise.
+func timeout(limit time.Duration, nodeLimit bool) superstep.Result {
+	source := "the engine's MaxAttemptElapsed"
+	if nodeLimit {
+		source = "the node's timeout_ms"
+	}
+	return failure(fmt.Sprintf("%s: the attempt ran past its limit of %v (%s)", ReasonTimeout, limit, source), true)
 }
 
 func failure(reason string, retryable bool) superstep.Result {

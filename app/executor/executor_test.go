@@ -218,13 +218,14 @@ func TestExecuteFailsAttemptsAtTheirDeadline(t *testing.T) {
 	t.Run("timeout_ms below the host maximum applies", func(t *testing.T) {
 		e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 5 * time.Second}
 		results := execute(t, e, withTimeout(activation("slow", "cooperative"), 15), activation("quick", "fast"))
-		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}, results[0])
+		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
+			Reason: "timeout: the attempt ran past its limit of 15ms (the node's timeout_ms)"}, results[0], "the reason names the limit")
 		assert.Equal(t, superstep.OutcomeUpdate, results[1].Outcome, "a sibling's result survives a timeout")
 	})
 	t.Run("the host maximum applies without timeout_ms", func(t *testing.T) {
 		e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 20 * time.Millisecond}
 		results := execute(t, e, activation("slow", "cooperative"))
-		assert.Equal(t, "timeout", results[0].Reason)
+		assert.Equal(t, "timeout: the attempt ran past its limit of 20ms (the engine's MaxAttemptElapsed)", results[0].Reason)
 		assert.True(t, results[0].Retryable)
 	})
 	t.Run("a node that ignores its context is abandoned and its late result dropped", func(t *testing.T) {
@@ -232,7 +233,8 @@ func TestExecuteFailsAttemptsAtTheirDeadline(t *testing.T) {
 		results := execute(t, e, activation("slow", "stubborn"))
 		release <- struct{}{}
 		<-returned
-		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}, results[0])
+		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
+			Reason: "timeout: the attempt ran past its limit of 20ms (the engine's MaxAttemptElapsed)"}, results[0])
 	})
 }
 
@@ -369,7 +371,7 @@ func TestAttemptContextBehavesAsATimeoutContext(t *testing.T) {
 	defer cancel()
 	results, err := e.Execute(parent, "run_1", []superstep.Activation{activation("n", "observe")})
 	require.NoError(t, err)
-	assert.Equal(t, "timeout", results[0].Reason)
+	assert.Contains(t, results[0].Reason, "timeout")
 	s := <-got
 	assert.True(t, s.hasDeadline)
 	assert.True(t, s.afterFuncRan)
@@ -422,7 +424,8 @@ func TestAResultReturnedAfterTheDeadlineIsATimeoutHoweverLateTheWaiterWakes(t *t
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	reg := node.NewRegistry().MustRegister("overrun", call(overrun))
 	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Second}
-	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Reason: "timeout", Retryable: true}
+	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
+		Reason: "timeout: the attempt ran past its limit of 5ms (the node's timeout_ms)"}
 	for range 20 {
 		results := execute(t, e, withTimeout(activation("a", "overrun"), 5), withTimeout(activation("b", "overrun"), 5))
 		require.Equal(t, []superstep.Result{timeout, timeout}, results, "Execute")

@@ -68,7 +68,7 @@ func ExampleOnCallingGoroutine() {
 		panic(err)
 	}
 	fmt.Println(r.Status, r.Failure.Code, r.Failure.Details["errors"])
-	// Output: failed node_failed map[ask:timeout]
+	// Output: failed node_failed map[ask:timeout: the attempt ran past its limit of 10ms (the node's timeout_ms)]
 }
 
 // The inline runner's interrupt round trip of docs/runtime.md: the run

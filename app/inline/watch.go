@@ -171,7 +171,7 @@ func (v *drive) checkDeadline() {
 	}
 	if a.Abandon(context.DeadlineExceeded) {
 		v.current, v.abandoned = nil, true
-		timeout := executor.Timeout()
+		timeout := a.Timeout()
 		go v.runFresh(&timeout)
 	}
 	// Either way the next attempt starts from now: none of them ends
@@ -272,7 +272,7 @@ func (v *drive) callHere(a *executor.Direct) ([]superstep.Result, error) {
 	case owned:
 		v.one[0] = result
 	case cause == errAttemptExpired:
-		v.one[0] = executor.Timeout()
+		v.one[0] = a.Timeout()
 	default:
 		return nil, cause
 	}
