@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	docketotel "github.com/docketgo/docket/adapters/otel"
@@ -52,7 +54,13 @@ func newMetricsServer(addr string) (*metricsServer, error) {
 	if err != nil {
 		return nil, failuref("--metrics-addr: %v", err)
 	}
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	// The worker names itself; OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES still override it.
+	res, err := resource.Merge(resource.NewSchemaless(attribute.String("service.name", "docket-worker")), resource.Environment())
+	if err != nil {
+		return nil, failuref("--metrics-addr: %v", err)
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
 	tel, err := docketotel.New(docketotel.Config{MeterProvider: provider, TracerProvider: tracenoop.NewTracerProvider()})
 	if err != nil {
 		_ = provider.Shutdown(context.Background())

@@ -137,6 +137,7 @@ func TestWorkerServesMetricsAndHealth(t *testing.T) {
 		"runs start commits in its own process, not the worker's")
 	assert.Contains(t, metrics, "docket_dispatcher_poll_duration_seconds")
 	assert.Contains(t, metrics, "docket_dispatcher_concurrency")
+	assert.Regexp(t, `target_info\{[^}]*service_name="docket-worker"`, metrics, "the worker names itself")
 
 	code, body = httpGet(t, "http://"+addr+"/healthz")
 	assert.Equal(t, http.StatusOK, code, body)
