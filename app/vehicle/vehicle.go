@@ -425,6 +425,18 @@ func (d *drive) env(floor time.Time) superstep.Env {
 
 func (d *drive) now() time.Time { return ports.Micros(d.cfg.Clock.Now()) }
 
+// backoffFrom is the instant a hand-back's backoff runs from: this host's
+// now, and no earlier than the claim. The lease was stamped no earlier
+// than the store clock, which bounds every claim's now (see
+// claim.Request.DueBy), so on a host whose clock lags the database's a
+// backoff from the host's clock alone would be due again at once.
+func (d *drive) backoffFrom() time.Time {
+	if now := d.now(); now.After(d.lease.ClaimedAt) {
+		return now
+	}
+	return ports.Micros(d.lease.ClaimedAt)
+}
+
 // graph returns the lease's compiled graph, or the outcome of handing the
 // claim back when it cannot be used here.
 func (d *drive) graph(ctx context.Context) (*graph.Compiled, Outcome, bool) {
@@ -519,7 +531,7 @@ func (d *drive) checkHost(ctx context.Context, g *graph.Compiled) (*graph.Compil
 	if err == nil {
 		return g, Outcome{}, true
 	}
-	now := d.now()
+	now := d.backoffFrom()
 	res, aerr := d.abandonClaim(ctx, claim.AbandonParams{
 		ExpectedSeq:      d.lease.CheckpointSeq,
 		Now:              now,
@@ -545,7 +557,7 @@ func (d *drive) checkHost(ctx context.Context, g *graph.Compiled) (*graph.Compil
 // abandon hands back a claim whose stored graph cannot be used here, with
 // a jittered backoff in (base, 2·base], counting toward poison.
 func (d *drive) abandon(ctx context.Context, reason string) Outcome {
-	now := d.now()
+	now := d.backoffFrom()
 	base := d.cfg.AbandonBackoff.Base
 	retryAt := now.Add(base + clampJitter(d.cfg.Jitter, base))
 	res, failed := d.handBack(ctx, d.lease.CheckpointSeq, now, retryAt)

@@ -351,6 +351,34 @@ func TestGraphsThisHostCannotUseAreHandedBack(t *testing.T) {
 	})
 }
 
+// A host whose clock lags the database's hands a run back with its whole
+// backoff still ahead by the store clock: the lease was stamped at the
+// store clock, which bounds the claims' now, so a backoff from the host's
+// clock alone would leave the run due again at once (and a poisoning
+// hand-back would spend its abandons in as many claim polls).
+func TestAHostWhoseClockLagsBacksOffFromTheClaim(t *testing.T) {
+	t.Parallel()
+	lagging := func(c *vehicle.Config) { c.Clock = &clock{now: epoch.Add(-time.Hour)} }
+	t.Run("a timeout above the host maximum", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, single("t.write", graph.Timeout(5000)))
+		out := f.vehicle(t, f.store, lagging, func(c *vehicle.Config) { c.MaxAttemptElapsed = time.Second }).
+			Drive(context.Background(), f.claim(t))
+		require.Equal(t, vehicle.HostIncompatible, out.Kind)
+		assert.Equal(t, epoch.Add(10*time.Second), f.info(t).WakeAt, "the backoff runs from the claim")
+	})
+	t.Run("a graph that does not compile", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, single("t.write"))
+		out := f.vehicle(t, f.store, lagging, func(c *vehicle.Config) {
+			c.Nodes = node.NewRegistry()
+			c.Jitter = func(n time.Duration) time.Duration { return n / 2 }
+		}).Drive(context.Background(), f.claim(t))
+		require.Equal(t, ports.AbandonRescheduled, out.Abandon)
+		assert.Equal(t, epoch.Add(15*time.Second), f.info(t).WakeAt, "base plus jitter from the claim")
+	})
+}
+
 // commitWatch records, for every commit, whether the drive had already
 // said that its node work was over.
 type commitWatch struct {
