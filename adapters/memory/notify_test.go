@@ -2,9 +2,11 @@ package memory_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/docketgo/docket/adapters/memory"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
@@ -179,4 +181,37 @@ func TestAWokenListenerCanClaimAtOnce(t *testing.T) {
 			assert.Equal(t, []int{1}, claimed, "one announcement, and the woken claim gets the run")
 		})
 	}
+}
+
+// tickingClock advances a microsecond on every read, as a real clock may
+// between two reads of one write.
+type tickingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Microsecond)
+	return c.now
+}
+
+// A run started due by a starter whose clock runs ahead is stored due at
+// the store clock, and announced, however the store clock moved during
+// the insertion: the wake and the announcement read one store clock.
+func TestAnImmediateStartAheadOfTheStoreClockIsAnnounced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.store = memory.New(memory.Options{Clock: &tickingClock{now: t0}})
+	hash := f.saveGraph(ports.Tenantless(), testGraph("g", ""))
+	wakes, err := f.store.Notifier().Listen(f.ctx)
+	require.NoError(t, err)
+	ahead := t0.Add(time.Hour)
+	_, err = f.store.InsertRun(f.ctx, ports.Tenantless(), ports.InsertRunParams{Moment: initMoment("ahead", "g", hash, ahead), WakeAt: ahead})
+	require.NoError(t, err)
+	info, err := f.store.InspectRun(f.ctx, ports.System(), "ahead")
+	require.NoError(t, err)
+	require.True(t, info.WakeAt.Before(ahead), "the first wake is at the store clock")
+	assert.True(t, drained(wakes), "a first wake at the store clock is announced")
 }

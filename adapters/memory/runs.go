@@ -37,8 +37,9 @@ func (s *Store) InsertRun(ctx context.Context, owner ports.OwnerScope, p ports.I
 	}
 	now := s.now()
 	if !wakeAt.After(ports.Micros(m.Run.UpdatedAt)) {
-		// Due at the starter's own now: an immediate start.
-		wakeAt = s.immediateWake(wakeAt)
+		// Due at the starter's own now: an immediate start, at the store
+		// clock the announcement below reads too.
+		wakeAt = ports.ImmediateWake(wakeAt, now)
 	}
 	s.nextRowID++
 	row := &runRow{
