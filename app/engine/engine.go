@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketgo/docket/app/dispatch"
@@ -69,6 +70,22 @@ type Engine struct {
 	// returned, for every later Stop.
 	stopDone chan struct{}
 	stopErr  error
+	// health is what Health reads of state and dispatcher, set with them:
+	// Health must not wait for mu, which Start holds while the wake
+	// listener subscribes (up to StoreTimeout).
+	health atomic.Pointer[healthView]
+}
+
+// healthView is a lifecycle state and the dispatcher running in it.
+type healthView struct {
+	state      lifecycle
+	dispatcher *dispatch.Dispatcher
+}
+
+// setState moves to state; e.mu must be held.
+func (e *Engine) setState(state lifecycle) {
+	e.state = state
+	e.health.Store(&healthView{state: state, dispatcher: e.dispatcher})
 }
 
 type lifecycle int
@@ -237,7 +254,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}()
 	}
 	e.dispatcher = d
-	e.state = running
+	e.setState(running)
 	return nil
 }
 
@@ -256,7 +273,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	case created:
 		// Nothing runs in the background, but starts and signals (and, in
 		// ModeManual, DrainRuns) may have called observers.
-		e.state = stopped
+		e.setState(stopped)
 		e.mu.Unlock()
 		e.closeObservers(ctx)
 		close(e.stopDone)
@@ -270,7 +287,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 			return fmt.Errorf("docket: waiting for the engine to stop: %w", ctx.Err())
 		}
 	}
-	e.state = stopped
+	e.setState(stopped)
 	close(e.stopping)
 	d, stopPruner, prunerDone := e.dispatcher, e.stopPruner, e.prunerDone
 	e.mu.Unlock()

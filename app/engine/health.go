@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/docketgo/docket/app/dispatch"
+)
 
 // Lifecycle states Health reports.
 const (
@@ -34,12 +38,16 @@ type Health struct {
 	UnansweredSince time.Time
 }
 
-// Health reports the engine's state. It never calls the store and is
-// safe for concurrent use at any point of the engine's life.
+// Health reports the engine's state. It never calls the store, never
+// waits (not for a Start in progress either: the engine is created until
+// Start returns), and is safe for concurrent use at any point of the
+// engine's life.
 func (e *Engine) Health() Health {
-	e.mu.Lock()
-	state, d := e.state, e.dispatcher
-	e.mu.Unlock()
+	var state lifecycle // created until Start has finished
+	var d *dispatch.Dispatcher
+	if v := e.health.Load(); v != nil {
+		state, d = v.state, v.dispatcher
+	}
 	h := Health{PollInterval: e.cfg.Dispatcher.PollInterval}
 	switch state {
 	case created:

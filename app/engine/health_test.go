@@ -79,3 +79,56 @@ func TestHealthFollowsLifecycleAndClaimPolls(t *testing.T) {
 	require.NoError(t, <-stopped)
 	assert.Equal(t, engine.HealthStopped, e.Health().State)
 }
+
+// stalledListen is a backend whose wake subscription hangs until released,
+// as one against a server that accepts connections and never answers.
+type stalledListen struct {
+	ports.Backend
+	listening chan struct{} // closed when Listen is called
+	release   chan struct{}
+}
+
+func (b *stalledListen) Notifier() ports.Notifier { return stalledNotifier{b} }
+
+type stalledNotifier struct{ b *stalledListen }
+
+func (n stalledNotifier) Listen(ctx context.Context) (<-chan ports.Wake, error) {
+	close(n.b.listening)
+	select {
+	case <-n.b.release:
+	case <-ctx.Done():
+	}
+	return n.b.Backend.Notifier().Listen(ctx)
+}
+
+// Start waits up to StoreTimeout for the wake listener to subscribe;
+// Health answers meanwhile, so a health endpoint served before Start (the
+// worker's /healthz) says "starting" instead of hanging.
+func TestHealthAnswersWhileStartWaitsForTheListener(t *testing.T) {
+	k := newKit()
+	store := &stalledListen{Backend: memory.New(memory.Options{}), listening: make(chan struct{}), release: make(chan struct{})}
+	e, err := engine.New(engine.Config{Backend: store, Nodes: k.registry, Dispatcher: fastDispatch(),
+		StoreTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	started := make(chan error, 1)
+	go func() { started <- e.Start(context.Background()) }()
+	select {
+	case <-store.listening:
+	case <-time.After(awaitLimit):
+		t.Fatal("Start never subscribed")
+	}
+
+	health := make(chan engine.Health, 1)
+	go func() { health <- e.Health() }()
+	select {
+	case h := <-health:
+		assert.Equal(t, engine.HealthCreated, h.State)
+		assert.False(t, h.Listening)
+	case <-time.After(awaitLimit):
+		t.Error("Health waited for Start")
+	}
+	close(store.release)
+	require.NoError(t, <-started)
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	assert.Equal(t, engine.HealthRunning, e.Health().State)
+}
