@@ -212,7 +212,10 @@ func TestEngineResumesAfterTheDatabaseComesBack(t *testing.T) {
 				ids = append(ids, o.start(t, 6)...)
 			}
 			o.requireDone(t, ids)
-			assert.LessOrEqual(t, goroutines[1], goroutines[0]+2, "goroutines while down, by outage")
+			// A pile-up grows by a goroutine a poll or a reconnect attempt
+			// (at least fifteen an outage); a few come and go with the
+			// pools' and other tests' background work.
+			assert.LessOrEqual(t, goroutines[1], goroutines[0]+5, "goroutines while down, by outage")
 
 			began := time.Now()
 			require.NoError(t, o.engine.Stop(ctx))
