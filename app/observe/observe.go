@@ -163,11 +163,7 @@ func (d *Deliverer) begin(i int) (started, dropped, firstDrop bool) {
 		d.inFlight = make([]int, len(d.Observers))
 		d.overloaded = make([]bool, len(d.Observers))
 	}
-	limit := d.MaxInFlight
-	if limit <= 0 {
-		limit = DefaultMaxInFlight
-	}
-	if d.inFlight[i] >= limit {
+	if d.inFlight[i] >= d.maxInFlight() {
 		firstDrop = !d.overloaded[i]
 		d.overloaded[i] = true
 		return false, true, firstDrop
@@ -200,12 +196,8 @@ func (d *Deliverer) dropped(ctx context.Context, m *run.Moment, firstDrop bool) 
 		ports.Label{Key: ports.LabelCheckpointType, Value: string(m.CheckpointType)},
 		ports.Label{Key: ports.LabelResult, Value: ResultDropped})
 	if firstDrop {
-		limit := d.MaxInFlight
-		if limit <= 0 {
-			limit = DefaultMaxInFlight
-		}
 		d.logger().Warn("docket checkpoint observer overloaded: dropping commits until one of its calls returns",
-			slog.Int("max_in_flight", limit),
+			slog.Int("max_in_flight", d.maxInFlight()),
 			slog.String("run_id", m.Run.ID),
 			slog.Int64("checkpoint_seq", m.Run.CheckpointSeq))
 	}
@@ -264,6 +256,13 @@ func call(ctx context.Context, o Observer, c Commit) (result string, err error) 
 		return ResultCallbackError, err
 	}
 	return "", nil
+}
+
+func (d *Deliverer) maxInFlight() int {
+	if d.MaxInFlight <= 0 {
+		return DefaultMaxInFlight
+	}
+	return d.MaxInFlight
 }
 
 func (d *Deliverer) telemetry() ports.Telemetry {
