@@ -243,6 +243,38 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	assert.Equal(t, 0, down.To)
 }
 
+// Without --schema, migrate acts where every other command does: on the
+// schema in which the search_path finds Docket's tables. Down deletes that
+// schema's data only when it is named.
+func TestMigrateFollowsTheSearchPathLikeTheOtherCommands(t *testing.T) {
+	t.Parallel()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	c := newCLI(t, nil)
+	c.ok("migrate", "up", "--schema", schema, "--database-url", db.URL)
+	sep := "?"
+	if strings.Contains(db.URL, "?") {
+		sep = "&"
+	}
+	onPath := db.URL + sep + "search_path=" + schema
+
+	var status migrateStatusJSON
+	c.okJSON(&status, "migrate", "status", "--database-url", onPath)
+	assert.Equal(t, schema, status.Schema)
+	assert.True(t, status.UpToDate)
+	var up migrateJSON
+	c.okJSON(&up, "migrate", "up", "--database-url", onPath)
+	assert.Equal(t, migrateJSON{Schema: schema, From: migrations.CurrentVersion, To: migrations.CurrentVersion}, up)
+
+	refused := c.fails(ExitUsage, "migrate", "down", "--yes", "--database-url", onPath)
+	assert.Contains(t, refused.stderr, "--schema "+schema)
+	c.okJSON(&status, "migrate", "status", "--schema", schema, "--database-url", db.URL)
+	assert.True(t, status.UpToDate, "a refused down changes nothing")
+	var down migrateJSON
+	c.okJSON(&down, "migrate", "down", "--yes", "--schema", schema, "--database-url", onPath)
+	assert.Equal(t, 0, down.To)
+}
+
 // A migrator that read the version before another migrator took the lock
 // finds the work done when its turn comes, and says so.
 func TestMigrateUpAfterAConcurrentMigratorReportsNothingDone(t *testing.T) {

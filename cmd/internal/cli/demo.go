@@ -258,7 +258,7 @@ func (a *app) migrateQuietly(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	schema, err := a.migrationSchema()
+	schema, err := a.migrationSchema(ctx, pool)
 	if err != nil {
 		return err
 	}

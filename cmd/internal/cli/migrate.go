@@ -31,7 +31,8 @@ func (a *app) migrateCommand() *cobra.Command {
 		Use:   "down",
 		Short: "Downgrade the Docket schema (deletes data; needs --yes)",
 		Long: "down migrates the schema back to --target, one version per transaction. Target 0 (the\n" +
-			"default) removes every Docket table with its runs, events and graphs; the schema itself stays.",
+			"default) removes every Docket table with its runs, events and graphs; the schema itself stays.\n" +
+			"Without --schema it acts on public only; a schema the search_path finds must be named.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !yes {
@@ -77,9 +78,14 @@ func (a *app) migrate(ctx context.Context, upward bool, target int) error {
 		return err
 	}
 	defer cleanup()
-	schema, err := a.migrationSchema()
+	schema, err := a.migrationSchema(ctx, pool)
 	if err != nil {
 		return err
+	}
+	if !upward && a.schema == "" && schema != migrations.DefaultSchema {
+		// Before the search_path decided, down acted on public: a
+		// schema found on it loses its data only when named.
+		return usagef("migrate down: the search_path finds Docket's tables in schema %q; pass --schema %s to confirm that its data may be deleted", schema, schema)
 	}
 	from, err := migrations.Status(ctx, pool, schema)
 	if err != nil {
@@ -142,12 +148,16 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, upward bo
 	return migrations.Down(ctx, pool, opts)
 }
 
-// migrationSchema is --schema, else the migrations' default (public).
-func (a *app) migrationSchema() (string, error) {
-	if a.schema == "" {
+// migrationSchema is the schema the other commands use: --schema, else
+// the one in which the search_path finds docket_runs, else the
+// migrations' default (public) for a first install.
+func (a *app) migrationSchema(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	schema, err := migrations.ResolveSchema(ctx, pool, a.schema)
+	var missing *migrations.VersionError
+	if errors.As(err, &missing) {
 		return migrations.DefaultSchema, nil
 	}
-	return a.schema, migrations.ValidateSchema(a.schema)
+	return schema, err
 }
 
 type migrateStatusJSON struct {
@@ -165,7 +175,7 @@ func (a *app) migrateStatus(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	schema, err := a.migrationSchema()
+	schema, err := a.migrationSchema(ctx, pool)
 	if err != nil {
 		return err
 	}
