@@ -102,3 +102,101 @@ func TestAnInsertionWhoseReplyWasLostIsNotItsOwnConflict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, page.Events, len(params.Moment.Events), "the events were written once")
 }
+
+// A shared commit statement that committed but whose reply was lost is
+// resolved run by run against each run's own fence: a moment that landed
+// is reported committed, not as a fence another writer won, and a moment
+// that was stale in the statement stays stale.
+func TestABatchedCommitWhoseReplyWasLostIsResolvedPerRun(t *testing.T) {
+	t.Parallel()
+	cutter := &replyCutter{}
+	env := newEnv(t, envOptions{dial: cutter.dial})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 3)
+	now := time.Now()
+	params := []ports.CommitParams{
+		{Moment: nextMoment(runs[0], "retain", continueDisposition, now), ClaimToken: leases[runs[0].ID].Token},
+		// A foreign token: the lease of another run.
+		{Moment: nextMoment(runs[1], "stale", continueDisposition, now), ClaimToken: leases[runs[2].ID].Token},
+		{Moment: nextMoment(runs[2], "immediate", immediateDisposition, now), ClaimToken: leases[runs[2].ID].Token},
+	}
+
+	cutter.arm(runs[0].ID)
+	errs := env.store.CommitBatchForTest(ctx, ports.Tenantless(), params)
+	require.True(t, cutter.fired.Load(), "the shared statement's reply was lost")
+	require.NoError(t, errs[0], "the moment landed")
+	require.ErrorIs(t, errs[1], ports.ErrStaleFence, "the foreign token lost its fence")
+	require.NoError(t, errs[2], "the moment landed")
+
+	for i, p := range params {
+		stored, err := env.store.InspectRun(ctx, ports.System(), runs[i].ID)
+		require.NoError(t, err)
+		page, err := env.store.ListEvents(ctx, ports.System(), runs[i].ID, ports.ListEventsParams{Limit: 100})
+		require.NoError(t, err)
+		if i == 1 {
+			assert.Equal(t, runs[1].CheckpointSeq, stored.Run.CheckpointSeq, "the stale commit wrote nothing")
+			assert.Len(t, page.Events, int(runs[1].EventSeq), "and appended no event")
+			continue
+		}
+		assert.Equal(t, p.Moment.Run.CheckpointSeq, stored.Run.CheckpointSeq, "run %d", i)
+		assert.Len(t, page.Events, int(p.Moment.Run.EventSeq), "run %d: every event was written once", i)
+	}
+	first, err := env.store.InspectRun(ctx, ports.System(), runs[0].ID)
+	require.NoError(t, err)
+	assert.True(t, first.Claimed(), "the continue kept its claim")
+	require.NoError(t, env.store.RefreshClaim(ctx, runs[0].ID, leases[runs[0].ID].Token, time.Now()),
+		"under the same token")
+}
+
+// A commit alone whose reply was lost is resolved the same way: its
+// moment landed, so it is reported committed.
+func TestACommitWhoseReplyWasLostIsReportedCommitted(t *testing.T) {
+	t.Parallel()
+	cutter := &replyCutter{}
+	env := newEnv(t, envOptions{dial: cutter.dial})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 1)
+	m := nextMoment(runs[0], "alone", continueDisposition, time.Now())
+
+	cutter.arm(runs[0].ID)
+	_, err := env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: m, ClaimToken: leases[runs[0].ID].Token})
+	require.True(t, cutter.fired.Load(), "the commit's reply was lost")
+	require.NoError(t, err, "the moment landed")
+
+	stored, err := env.store.FetchRun(ctx, ports.System(), runs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, m.Run.CheckpointSeq, stored.CheckpointSeq)
+	// The vehicle goes on from its own proposal under its token.
+	next := nextMoment(m.Run, "after", continueDisposition, time.Now())
+	_, err = env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: next, ClaimToken: leases[runs[0].ID].Token})
+	require.NoError(t, err)
+}
+
+// A lost reply proves nothing about another writer: when the retry misses
+// because another writer moved the run, the commit is still stale.
+func TestABatchedCommitWhoseReplyWasLostStaysStaleForAMovedRun(t *testing.T) {
+	t.Parallel()
+	cutter := &replyCutter{}
+	env := newEnv(t, envOptions{dial: cutter.dial})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 2)
+	now := time.Now()
+	// Run 0's commit is stale in the statement (another writer moved it
+	// first); run 1's lands.
+	mover := nextMoment(runs[0], "mover", continueDisposition, now)
+	_, err := env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: mover, ClaimToken: leases[runs[0].ID].Token})
+	require.NoError(t, err)
+	params := []ports.CommitParams{
+		{Moment: nextMoment(runs[0], "late", continueDisposition, now), ClaimToken: leases[runs[0].ID].Token},
+		{Moment: nextMoment(runs[1], "lands", continueDisposition, now), ClaimToken: leases[runs[1].ID].Token},
+	}
+
+	cutter.arm(runs[1].ID)
+	errs := env.store.CommitBatchForTest(ctx, ports.Tenantless(), params)
+	require.True(t, cutter.fired.Load(), "the shared statement's reply was lost")
+	require.ErrorIs(t, errs[0], ports.ErrStaleFence, "another writer moved the run first")
+	require.NoError(t, errs[1])
+	stored, err := env.store.FetchRun(ctx, ports.System(), runs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, mover.Run.Metadata, stored.Metadata, "the first writer's moment stands")
+}

@@ -102,22 +102,95 @@ func scheduleKind(sched ports.Schedule) string {
 
 // flushCommits commits one batch and delivers each commit's outcome. The
 // fast path inserts events plainly. When the shared statement fails, a
-// stored event at a proposed seq (a replay, or a conflict) or anything
-// else, every commit is retried alone with the replayable statement, so
-// an identical replay still succeeds and an outcome, and an error, always
-// belongs to its own run.
+// stored event at a proposed seq (a replay, or a conflict), a statement
+// whose reply never came (a connection lost), or anything else in a
+// batch, every commit is retried alone with the replayable statement
+// (commitAlone), so an identical replay still succeeds, a lost reply is
+// resolved per run, and an outcome, and an error, always belongs to its
+// own run.
 func (s *Store) flushCommits(ctx context.Context, batch []*pending[commitRow]) {
 	written, err := s.commitClaimed(ctx, s.stmt.commitClaimed, batch)
-	if err != nil && (len(batch) > 1 || isViolation(err, codeUniqueViolation, constraintEventUnique)) {
+	// Without the server's answer the statement may have committed; a
+	// server error rolled it back.
+	var unknown error
+	if _, answered := pgError(err); err != nil && !answered {
+		unknown = err
+	}
+	if err != nil && (len(batch) > 1 || unknown != nil || isViolation(err, codeUniqueViolation, constraintEventUnique)) {
 		for _, c := range batch {
-			written, err := s.commitClaimed(c.ctx, s.stmt.commitReplayable, []*pending[commitRow]{c})
-			c.result <- s.commitOutcome(c, written[0], err)
+			c.result <- s.commitAlone(c, unknown)
 		}
 		return
 	}
 	for i, c := range batch {
 		c.result <- s.commitOutcome(c, written[i], err)
 	}
+}
+
+// commitAlone retries one commit of a failed statement alone, with the
+// replayable statement. When that statement's outcome is unknown (unknown
+// is its error), it may have committed before its reply was lost, and
+// then the retry misses the fence the commit itself moved: a miss is this
+// very commit, landed, when the run's stored events at the commit's seqs
+// are its own (events are written with their moment, atomically, and
+// never rewritten), and stays a lost fence when they are not. A commit
+// without events leaves nothing to tell its own move from another
+// writer's, so its outcome stays unknown: the statement's error.
+func (s *Store) commitAlone(c *pending[commitRow], unknown error) error {
+	written, err := s.commitClaimed(c.ctx, s.stmt.commitReplayable, []*pending[commitRow]{c})
+	if unknown == nil || err != nil || written[0] != missed {
+		return s.commitOutcome(c, written[0], err)
+	}
+	miss := s.classifyMiss(c.ctx, c.args.scope, c.args.fence)
+	if !errors.Is(miss, ports.ErrStaleFence) {
+		return miss
+	}
+	if len(c.args.events) == 0 {
+		return dbError("commit", unknown)
+	}
+	landed, err := s.eventsStored(c.ctx, c.args.moment.Run.ID, c.args.events)
+	switch {
+	case err != nil:
+		return dbError("commit", unknown)
+	case landed:
+		return nil
+	}
+	return miss
+}
+
+// eventsStored reports whether every one of events is stored, identical,
+// at its seq.
+func (s *Store) eventsStored(ctx context.Context, runID string, events []run.Event) (bool, error) {
+	seqs := make([]int64, len(events))
+	proposed := make(map[int64]run.Event, len(events))
+	for i, e := range events {
+		seqs[i] = e.Seq
+		proposed[e.Seq] = e
+	}
+	rows, err := s.pool.Query(ctx, s.stmt.storedEvents, runID, seqs)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	same := 0
+	for rows.Next() {
+		var row eventRow
+		if err := rows.Scan(row.dest()...); err != nil {
+			return false, err
+		}
+		stored, err := row.decode(runID)
+		if err != nil {
+			return false, err
+		}
+		if !stored.Equal(proposed[stored.Seq]) {
+			return false, nil
+		}
+		same++
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return same == len(events), nil
 }
 
 // missed marks a commit whose fence matched nothing.
