@@ -614,3 +614,46 @@ func checkImmediateWakesOfAFastCaller(h *harness) {
 	h.must(err, "InsertRun with a first wake an hour after the starter's now")
 	h.eqTime(h.inspect(later).WakeAt, ahead, "a first wake after the starter's now")
 }
+
+// checkHeldRunsNeverShortenAClaim holds a scope's two oldest due runs (a
+// page of them, for the tenant-fair policy at limit 1) and claims one: the
+// scope's free due run is leased, not nothing.
+func checkHeldRunsNeverShortenAClaim(h *harness) {
+	scope := ports.Tenant(h.id("busy"))
+	first := h.insert(scope, runOpts{wakeAt: at(-30 * time.Second)})
+	second := h.insert(scope, runOpts{wakeAt: at(-20 * time.Second)})
+	free := h.insert(scope, runOpts{wakeAt: at(-10 * time.Second)})
+	h.insert(ports.Tenant(h.id("idle")), runOpts{wakeAt: at(time.Hour)})
+	release := h.hold(first.ID, second.ID)
+	defer release()
+	h.claimOneWith(readyOnly(t0), free.ID)
+}
+
+// hold keeps the rows of runIDs held, each by a MutateRun whose mutation
+// waits (a signal being decided), until release is called.
+func (h *harness) hold(runIDs ...string) (release func()) {
+	h.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	release = func() { close(done); wg.Wait() }
+	for _, id := range runIDs {
+		held, finished := make(chan struct{}), make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(finished)
+			_, _ = h.b.MutateRun(h.ctx, ports.System(), id, func(*run.Run) (*run.Moment, error) {
+				close(held)
+				<-done
+				return nil, nil
+			})
+		}()
+		select {
+		case <-held:
+		case <-finished:
+			release()
+			h.Fatalf("MutateRun of %s returned before its mutation ran", id)
+		}
+	}
+	return release
+}

@@ -242,6 +242,9 @@ var registry = []Invariant{
 	{ID: "CLAIM-017", Area: AreaClaim, Behaviour: "immediate_wakes_are_never_after_the_store_clock", Spec: nil,
 		Summary: "a release, a poison recovery and a start due at its starter's now by a caller whose clock is ahead wake at the store clock, not the caller's now; a deliberately later first wake is kept",
 		Source:  "ports.ImmediateWake", check: checkImmediateWakesOfAFastCaller},
+	{ID: "CLAIM-018", Area: AreaClaim, Behaviour: "held_runs_never_shorten_a_claim", Spec: nil,
+		Summary: "runs a concurrent writer holds are skipped and free due runs take their place: a claim leases as many as its limit and the free due runs allow, even when every run a tenant-fair claim would page first is held",
+		Source:  "ports.RunStore.ClaimDue: skipping rows a concurrent writer holds", check: checkHeldRunsNeverShortenAClaim},
 
 	// FAIR: tenant-fair admission (optional policy).
 	{ID: "FAIR-001", Area: AreaFair, Behaviour: "breadth_first_across_scopes", Spec: nil,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/domain/claim"
@@ -47,4 +48,58 @@ func TestALockedHeadIsSkippedAndTheNextRunClaimed(t *testing.T) {
 			require.Equal(t, []string{next.ID}, leaseIDs(batch))
 		})
 	}
+}
+
+// Held rows never make a tenant-fair claim come short while other due
+// runs are free: with N free due runs across tenants, a claim for N leases
+// N, whichever scopes the claim sampled and whatever they hold.
+func TestAWindowedClaimIsNotShortenedByHeldRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a sampled scope whose page is all held", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t, envOptions{policy: claim.WindowedInterleave, maxConns: 8})
+		a, b := ports.Tenant(newRunID("a")), ports.Tenant(newRunID("b"))
+		// Both due scopes are sampled at limit 2; a's page (2 × limit)
+		// is its four oldest runs, all held.
+		var held []*run.Run
+		for i := range 4 {
+			held = append(held, env.insertRun(t, a, t0.Add(-time.Hour), t0.Add(time.Duration(i-50)*time.Second)))
+		}
+		fifth := env.insertRun(t, a, t0.Add(-time.Hour), t0.Add(-40*time.Second))
+		other := env.insertRun(t, b, t0.Add(-time.Hour), t0.Add(-30*time.Second))
+		for _, r := range held {
+			release := holdRun(t, env.store, r.ID)
+			defer release()
+		}
+		batch, err := env.store.ClaimDue(ctx, readyAt(t0, 2))
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{fifth.ID, other.ID}, leaseIDs(batch))
+	})
+
+	t.Run("sampled scopes whose only run is held", func(t *testing.T) {
+		t.Parallel()
+		env := newEnv(t, envOptions{policy: claim.WindowedInterleave, maxConns: 8})
+		// Six scopes with one due run each, two of them held: a claim of
+		// four samples four of the six scopes, most often a held one.
+		var free []string
+		for i := range 6 {
+			r := env.insertRun(t, ports.Tenant(newRunID("t")), t0.Add(-time.Hour), t0.Add(time.Duration(i-50)*time.Second))
+			if i < 2 {
+				release := holdRun(t, env.store, r.ID)
+				defer release()
+				continue
+			}
+			free = append(free, r.ID)
+		}
+		for range 5 {
+			batch, err := env.store.ClaimDue(ctx, readyAt(t0, 4))
+			require.NoError(t, err)
+			require.ElementsMatch(t, free, leaseIDs(batch))
+			for _, l := range batch.Leases {
+				require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0.Add(-time.Minute)))
+			}
+		}
+	})
 }

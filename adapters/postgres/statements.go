@@ -289,6 +289,16 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     sampled scope's first candidate comes before any scope's second, and
 //     a locked head is skipped, not waited on. That order is the ready
 //     class rank.
+//   - Fill: when that comes back short, the rest of the limit is taken
+//     from the other due ready runs, oldest first (the legacy order, on
+//     its index), locked the same way and ranked after every page. Unheld,
+//     a short breadth-first pass has taken every due ready run (fewer due
+//     scopes than the limit are all sampled, and each yields its whole
+//     page), so the fill finds nothing and the selection is
+//     claim.SelectWindowed's; it serves only what held rows left over (a
+//     sampled scope whose due runs are all held, more than a page of
+//     them), so a claim never returns fewer leases than unheld due work
+//     allows. A full pass leaves it LIMIT 0, which reads nothing.
 //   - Merge tail: (class_rank, eligible_at, id), interleaving the classes
 //     rank by rank (claim.Merge with interleave).
 //   - A lease sets tenant_admitted_at = COALESCE(tenant_admitted_at, now):
@@ -348,7 +358,7 @@ paged AS MATERIALIZED (
         LIMIT 2 * $2::bigint
     ) AS page
 ),
-ready AS MATERIALIZED (
+fair AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
     FROM paged AS p
     JOIN {schema}.docket_runs AS r ON r.id = p.id
@@ -358,6 +368,23 @@ ready AS MATERIALIZED (
     ORDER BY p.scope_rank, r.wake_at, r.id
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
+),
+filled AS MATERIALIZED (
+    SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM fair AS f WHERE f.id = r.id)
+    ORDER BY r.wake_at, r.id
+    LIMIT $2::integer - (SELECT count(*) FROM fair)
+    FOR UPDATE OF r SKIP LOCKED
+),
+ready AS MATERIALIZED (
+    SELECT id, eligible_at, scope_rank FROM fair
+    UNION ALL
+    SELECT id, eligible_at, scope_rank FROM filled
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
