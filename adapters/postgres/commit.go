@@ -161,6 +161,14 @@ func (s *Store) commitAlone(c *pending[commitRow], unknown error) error {
 // eventsStored reports whether every one of events is stored, identical,
 // at its seq.
 func (s *Store) eventsStored(ctx context.Context, runID string, events []run.Event) (bool, error) {
+	differs, same, err := s.compareStoredEvents(ctx, runID, events)
+	return err == nil && differs == 0 && same == len(events), err
+}
+
+// compareStoredEvents reads the run's stored events at the seqs of events
+// and returns the seq of the first that differs from its proposal (or
+// does not decode), else 0, and how many matched before it.
+func (s *Store) compareStoredEvents(ctx context.Context, runID string, events []run.Event) (differs int64, same int, err error) {
 	seqs := make([]int64, len(events))
 	proposed := make(map[int64]run.Event, len(events))
 	for i, e := range events {
@@ -169,28 +177,21 @@ func (s *Store) eventsStored(ctx context.Context, runID string, events []run.Eve
 	}
 	rows, err := s.pool.Query(ctx, s.stmt.storedEvents, runID, seqs)
 	if err != nil {
-		return false, err
+		return 0, 0, err
 	}
 	defer rows.Close()
-	same := 0
 	for rows.Next() {
 		var row eventRow
 		if err := rows.Scan(row.dest()...); err != nil {
-			return false, err
+			return 0, same, err
 		}
 		stored, err := row.decode(runID)
-		if err != nil {
-			return false, err
-		}
-		if !stored.Equal(proposed[stored.Seq]) {
-			return false, nil
+		if err != nil || !stored.Equal(proposed[stored.Seq]) {
+			return *row.seq, same, nil
 		}
 		same++
 	}
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
-	return same == len(events), nil
+	return 0, same, rows.Err()
 }
 
 // missed marks a commit whose fence matched nothing.
@@ -362,27 +363,8 @@ func (s *Store) eventConflict(ctx context.Context, runID string, events []run.Ev
 	if len(events) > 0 {
 		conflict.Seq = events[0].Seq
 	}
-	seqs := make([]int64, len(events))
-	proposed := make(map[int64]run.Event, len(events))
-	for i, e := range events {
-		seqs[i] = e.Seq
-		proposed[e.Seq] = e
-	}
-	rows, err := s.pool.Query(ctx, s.stmt.storedEvents, runID, seqs)
-	if err != nil {
-		return conflict
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var row eventRow
-		if err := rows.Scan(row.dest()...); err != nil {
-			return conflict
-		}
-		stored, err := row.decode(runID)
-		if err != nil || !stored.Equal(proposed[stored.Seq]) {
-			conflict.Seq = *row.seq
-			return conflict
-		}
+	if differs, _, err := s.compareStoredEvents(ctx, runID, events); err == nil && differs != 0 {
+		conflict.Seq = differs
 	}
 	return conflict
 }
