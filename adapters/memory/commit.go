@@ -28,10 +28,7 @@ func (s *Store) Commit(ctx context.Context, scope ports.Scope, p ports.CommitPar
 	}
 	var announce bool
 	defer s.unlockThenAnnounce(row, &announce)
-	stored, announce, err := s.write(row, p.Moment, m, sched, events, &p.ClaimToken)
-	if err == nil && p.NoResult {
-		stored = nil
-	}
+	stored, announce, err := s.write(row, p.Moment, m, sched, events, &p.ClaimToken, !p.NoResult)
 	return stored, err
 }
 
@@ -81,7 +78,7 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 		return nil, err
 	}
 
-	stored, announce, err := s.write(row, m, m, sched, events, nil)
+	stored, announce, err := s.write(row, m, m, sched, events, nil, true)
 	return stored, err
 }
 
@@ -90,8 +87,11 @@ func (s *Store) MutateRun(ctx context.Context, scope ports.Scope, runID string, 
 // announced; the caller announces it after unlocking the row (see
 // unlockThenAnnounce). fence is the first moment of a fused chain (m
 // itself otherwise), m the transition written. token is the claim of a
-// claimed commit, nil for a mutation.
-func (s *Store) write(row *runRow, fence, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken) (stored *run.Run, announce bool, err error) {
+// claimed commit, nil for a mutation. The stored run is returned (a copy)
+// only when result is set: the copy costs as much as the document, which
+// grows with the run's history, and a holder that keeps its proposed run
+// (CommitParams.NoResult) does not read it.
+func (s *Store) write(row *runRow, fence, m *run.Moment, sched ports.Schedule, events []run.Event, token *ports.ClaimToken, result bool) (stored *run.Run, announce bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := checkWrite(row, fence, events, token); err != nil {
@@ -99,7 +99,10 @@ func (s *Store) write(row *runRow, fence, m *run.Moment, sched ports.Schedule, e
 	}
 	now := s.now()
 	s.apply(row, m, sched, events, now, token != nil)
-	return row.doc.Clone(), sched.Announces(now), nil
+	if result {
+		stored = row.doc.Clone()
+	}
+	return stored, sched.Announces(now), nil
 }
 
 // unlockThenAnnounce releases a writer's row lock and only then announces
