@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -47,5 +48,73 @@ func BenchmarkProposeStep(b *testing.B) {
 		if len(m.Events) != 4 {
 			b.Fatal("events")
 		}
+	}
+}
+
+// longSession is a run deep into an agent session: step steps committed,
+// one question asked every ten steps and answered (the resolved
+// interrupts stay in the document for the run's life, schema and
+// metadata included), one small state field rewritten every step.
+func longSession(steps int) *run.Run {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &run.Run{ID: "run_0123456789abcdef", GraphID: "agent", GraphHash: "9417b435aa", Status: run.StatusRunning,
+		Input: map[string]any{}, StartedAt: at, UpdatedAt: at, Step: steps,
+		CheckpointSeq: int64(steps + steps/10 + 1), EventSeq: int64(steps*5 + 3),
+		Channels: map[string]run.Channel{
+			"state:turn":   {Value: int64(steps), Version: int64(steps)},
+			"state:answer": {Value: "ok", Version: int64(steps / 10)},
+			"edge:loop":    {Value: true, Version: int64(steps)},
+		},
+		ChangedChannels: []string{"edge:loop", "state:turn"},
+		Interrupts:      map[string]run.Interrupt{},
+		Metadata:        map[string]any{},
+	}
+	for i := 1; i <= steps/10; i++ {
+		id := "q-" + strconv.Itoa(i)
+		r.Interrupts[id] = run.Interrupt{ID: id, NodeID: "llm", Status: run.InterruptResolved, ResumeChannel: "answer",
+			Schema:    map[string]any{"type": "string", "required": true},
+			Metadata:  map[string]any{"turn": int64(i * 10)},
+			CreatedAt: at, ResolvedAt: at}
+	}
+	return r
+}
+
+// BenchmarkLongSession is what one commit costs the engine in a long
+// session at 100, 1,000 and 5,000 steps (10, 100 and 500 answered
+// interrupts): a store validates and encodes the whole document at every
+// commit (PostgreSQL; the memory store copies it instead) and decodes it
+// at every claim. Only the answered interrupts grow with the run's
+// history, so these costs grow with them and with nothing else.
+func BenchmarkLongSession(b *testing.B) {
+	for _, steps := range []int{100, 1000, 5000} {
+		r := longSession(steps)
+		doc, err := run.Encode(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("steps=%d/encode", steps), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := run.Encode(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("steps=%d/decode", steps), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := run.Decode(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("steps=%d/clone", steps), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = r.Clone()
+			}
+		})
 	}
 }
