@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/docketgo/docket/domain/run"
@@ -166,6 +167,9 @@ func (s *Store) appendEvents(row *runRow, events []run.Event, now time.Time) {
 		}
 		s.nextRowID++
 		row.events[e.Seq] = &eventRow{id: s.nextRowID, event: cloneEvent(e), insertedAt: now}
+		// New seqs follow the retained ones, so this appends.
+		at, _ := slices.BinarySearch(row.seqs, e.Seq)
+		row.seqs = slices.Insert(row.seqs, at, e.Seq)
 	}
 }
 

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -67,4 +68,50 @@ func TestCommitWithoutResultCopiesTheDocumentOnce(t *testing.T) {
 	stored, err := f.store.FetchRun(f.ctx, ports.Tenantless(), r.ID)
 	require.NoError(t, err)
 	assert.Equal(t, second.Run, stored, "the store keeps the proposed run")
+}
+
+// allocatedBytes is how many bytes f allocates a call, on average over n
+// calls.
+func allocatedBytes(n int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
+}
+
+// Reading a page of events costs the same at any depth of a run's
+// history: the store neither gathers nor sorts every retained event to
+// answer.
+func TestEventPagesDoNotWalkTheHistory(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	f := newFixture(t)
+	r := f.insertRun(ports.Tenantless(), "run_deep")
+	lease := f.claimOne(t0)
+	const steps, perStep = 2000, 10
+	for i := range steps {
+		events := make([]run.Event, perStep)
+		for j := range events {
+			events[j] = run.Event{Type: run.EventChannelUpdated, Step: i, ChannelID: "state:turn", Payload: map[string]any{"writers": []any{"llm"}}}
+		}
+		m := next(r, run.StatusRunning, run.CheckpointStepCommitted, run.Disposition{Kind: run.DispositionContinue}, t0, events...)
+		_, err := f.store.Commit(f.ctx, ports.Tenantless(), ports.CommitParams{Moment: m, ClaimToken: lease.Token, NoResult: true})
+		require.NoError(t, err)
+		r = m.Run
+	}
+	retained := r.EventSeq
+	require.Greater(t, retained, int64(steps*perStep))
+
+	// A page of ten events copies a few kilobytes; the history's seqs
+	// alone are 8 bytes each.
+	bound := uint64(retained) * 8 / 4
+	page := allocatedBytes(20, func() {
+		p, err := f.store.ListEvents(f.ctx, ports.Tenantless(), r.ID, ports.ListEventsParams{AfterSeq: retained / 2, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, p.Events, 10)
+	})
+	assert.Less(t, page, bound, "a page of 10 events allocated %d bytes in a history of %d events", page, retained)
 }

@@ -26,7 +26,7 @@ func (s *Store) ListEvents(ctx context.Context, scope ports.Scope, runID string,
 
 // listEvents builds one page of row's retained events. Callers hold mu.
 func listEvents(row *runRow, p ports.ListEventsParams) *ports.EventPage {
-	seqs := retainedSeqs(row)
+	seqs := row.seqs
 	page := &ports.EventPage{Events: []run.Event{}, NextAfterSeq: p.AfterSeq, LatestSeq: row.doc.EventSeq}
 	if len(seqs) > 0 {
 		oldest, latest := seqs[0], seqs[len(seqs)-1]
@@ -46,15 +46,6 @@ func listEvents(row *runRow, p ports.ListEventsParams) *ports.EventPage {
 	}
 	page.HasMore = page.LatestAvailableSeq != nil && *page.LatestAvailableSeq > page.NextAfterSeq
 	return page
-}
-
-func retainedSeqs(row *runRow) []int64 {
-	seqs := make([]int64, 0, len(row.events))
-	for seq := range row.events {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	return seqs
 }
 
 // FetchEvent returns one retained event (see ports.EventStore).
@@ -82,16 +73,10 @@ func (s *Store) FetchLatestEvent(ctx context.Context, scope ports.Scope, runID s
 		return nil, err
 	}
 	return readRow(ctx, s, scope, runID, func(row *runRow) (*run.Event, error) {
-		var latest *eventRow
-		for _, ev := range row.events {
-			if latest == nil || ev.event.Seq > latest.event.Seq {
-				latest = ev
-			}
-		}
-		if latest == nil {
+		if len(row.seqs) == 0 {
 			return nil, nil
 		}
-		e := cloneEvent(latest.event)
+		e := cloneEvent(row.events[row.seqs[len(row.seqs)-1]].event)
 		return &e, nil
 	})
 }
@@ -124,8 +109,13 @@ func (s *Store) PruneEvents(ctx context.Context, p ports.PruneParams) (int, erro
 		return cmp.Or(a.ev.insertedAt.Compare(b.ev.insertedAt), cmp.Compare(a.ev.id, b.ev.id))
 	})
 	victims = victims[:min(len(victims), p.BatchSize)]
+	pruned := map[*runRow]bool{}
 	for _, v := range victims {
 		delete(v.row.events, v.ev.event.Seq)
+		pruned[v.row] = true
+	}
+	for row := range pruned {
+		row.seqs = slices.DeleteFunc(row.seqs, func(seq int64) bool { return row.events[seq] == nil })
 	}
 	return len(victims), nil
 }

@@ -89,6 +89,7 @@ type runRow struct {
 	insertedAt time.Time
 
 	events map[int64]*eventRow // retained events by seq
+	seqs   []int64             // the keys of events, ascending
 
 	lock chan struct{} // row lock: a one-slot semaphore
 }
