@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/docketgo/docket/domain/run"
 )
 
@@ -117,4 +119,20 @@ func BenchmarkLongSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Encoding the document at every commit allocates no more deep into a
+// long session than early in it: the answered interrupts it carries cost
+// the encoder bytes, not an allocation each.
+func TestEncodingAllocatesTheSameAtAnyDepth(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	allocs := func(r *run.Run) float64 {
+		return testing.AllocsPerRun(20, func() {
+			if _, err := run.EncodeValidated(r); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	early, deep := allocs(longSession(100)), allocs(longSession(5000))
+	assert.LessOrEqual(t, deep, early+4, "%.0f allocations at 10 answered interrupts, %.0f at 500", early, deep)
 }

@@ -63,7 +63,8 @@ func EncodeValidated(r *Run) ([]byte, error) {
 // caller that keeps its own (pooled) buffer; on error dst is returned
 // unchanged in length.
 func AppendValidated(dst []byte, r *Run) ([]byte, error) {
-	w := writer{b: dst}
+	var keys [32]string // the key stack of a document without deep values
+	w := writer{b: dst, keys: keys[:0]}
 	w.run(r)
 	if w.err != nil {
 		return w.b[:len(dst)], w.err
@@ -78,7 +79,23 @@ func AppendValidated(dst []byte, r *Run) ([]byte, error) {
 type writer struct {
 	b   []byte
 	err error // a non-portable value slipped past validation
+	// keys is a stack of the sorted keys of the objects being written,
+	// innermost last (see sortedKeys): a document holds an object per
+	// answered interrupt, and a key slice each would cost an allocation
+	// per interrupt at every commit.
+	keys []string
 }
+
+// sortedKeys pushes m's keys in canonical order onto w.keys and returns
+// them with the mark popKeys takes once the object is written. Objects
+// written meanwhile push above them, so the returned keys stay intact.
+func sortedKeys[V any](w *writer, m map[string]V) (keys []string, mark int) {
+	mark = len(w.keys)
+	w.keys = appendCanonicalKeys(w.keys, m)
+	return w.keys[mark:], mark
+}
+
+func (w *writer) popKeys(mark int) { w.keys = w.keys[:mark] }
 
 func (w *writer) raw(s string) { w.b = append(w.b, s...) }
 
@@ -136,10 +153,12 @@ func (w *writer) value(v any) {
 		w.b = append(w.b, ']')
 	case map[string]any:
 		w.b = append(w.b, '{')
-		for i, k := range canonicalKeys(x) {
+		keys, mark := sortedKeys(w, x)
+		for i, k := range keys {
 			w.key(i == 0, k)
 			w.value(x[k])
 		}
+		w.popKeys(mark)
 		w.b = append(w.b, '}')
 	default:
 		if w.err == nil {
@@ -198,10 +217,12 @@ func object[V any](w *writer, m map[string]V, each func(V)) {
 		return
 	}
 	w.b = append(w.b, '{')
-	for i, k := range canonicalKeys(m) {
+	keys, mark := sortedKeys(w, m)
+	for i, k := range keys {
 		w.key(i == 0, k)
 		each(m[k])
 	}
+	w.popKeys(mark)
 	w.b = append(w.b, '}')
 }
 
@@ -272,10 +293,12 @@ func (w *writer) channels(r *Run) {
 		return
 	}
 	w.b = append(w.b, '{')
-	for i, k := range canonicalKeys(r.Channels) {
+	keys, mark := sortedKeys(w, r.Channels)
+	for i, k := range keys {
 		w.key(i == 0, k)
 		w.channel(r.Channels[k], r.BarrierSeen[k])
 	}
+	w.popKeys(mark)
 	w.b = append(w.b, '}')
 }
 
@@ -413,10 +436,16 @@ func (w *writer) timer(t Timer) {
 // keys: by UTF-16 code units, which is byte order unless a key mixes
 // characters above U+FFFF with characters from U+E000 to U+FFFF.
 func canonicalKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+	return appendCanonicalKeys(make([]string, 0, len(m)), m)
+}
+
+// appendCanonicalKeys appends m's keys to dst in canonicalKeys' order.
+func appendCanonicalKeys[V any](dst []string, m map[string]V) []string {
+	start := len(dst)
 	for k := range m {
-		keys = append(keys, k)
+		dst = append(dst, k)
 	}
+	keys := dst[start:]
 	slices.Sort(keys)
 	// Byte order and UTF-16 order differ only between characters from
 	// U+E000 (lead byte 0xEE) up and characters above U+FFFF.
@@ -424,11 +453,11 @@ func canonicalKeys[V any](m map[string]V) []string {
 		for i := 0; i < len(k); i++ {
 			if k[i] >= 0xEE {
 				slices.SortFunc(keys, compareUTF16)
-				return keys
+				return dst
 			}
 		}
 	}
-	return keys
+	return dst
 }
 
 func compareUTF16(a, b string) int {
