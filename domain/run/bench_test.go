@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -135,4 +136,33 @@ func TestEncodingAllocatesTheSameAtAnyDepth(t *testing.T) {
 	}
 	early, deep := allocs(longSession(100)), allocs(longSession(5000))
 	assert.LessOrEqual(t, deep, early+4, "%.0f allocations at 10 answered interrupts, %.0f at 500", early, deep)
+}
+
+// allocatedBytes is how many bytes f allocates a call, on average over n
+// calls.
+func allocatedBytes(n int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
+}
+
+// Validating the document at every commit neither gathers nor sorts the
+// answered interrupts it carries when they are valid: deep into a long
+// session it allocates what it does early on.
+func TestValidationAllocatesTheSameAtAnyDepth(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	validate := func(r *run.Run) uint64 {
+		return allocatedBytes(50, func() {
+			if err := r.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	early, deep := validate(longSession(100)), validate(longSession(5000))
+	assert.Less(t, deep, early+1024, "%d bytes at 10 answered interrupts, %d at 500", early, deep)
 }

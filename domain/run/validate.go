@@ -314,44 +314,60 @@ func (v *validator) pendingWrite(r *Run, i int, w PendingWrite) {
 	}
 }
 
+// interrupts checks every interrupt, answered ones included: a run keeps
+// them for its life, so a long session carries hundreds to every commit.
+// They are checked in map order, and only when one fails again in ID
+// order, so that the problems read the same every time; valid interrupts
+// (the rule) are neither gathered nor sorted.
 func (v *validator) interrupts(r *Run) {
+	before := len(v.problems)
+	for id, in := range r.Interrupts {
+		v.interrupt(id, in)
+	}
+	if len(v.problems) == before {
+		return
+	}
+	v.problems = v.problems[:before]
 	for _, id := range value.SortedKeys(r.Interrupts) {
-		in := r.Interrupts[id]
-		if id == "" || in.ID != id {
-			v.addf("interrupt %q has id %q", id, in.ID)
+		v.interrupt(id, r.Interrupts[id])
+	}
+}
+
+func (v *validator) interrupt(id string, in Interrupt) {
+	if id == "" || in.ID != id {
+		v.addf("interrupt %q has id %q", id, in.ID)
+	}
+	if in.NodeID == "" {
+		v.addf("interrupt %q has an empty node_id", id)
+	}
+	if in.ResumeChannel == "" {
+		v.addf("interrupt %q has an empty resume_channel", id)
+	}
+	v.text("interrupt id", id)
+	v.text("interrupt node_id", in.NodeID)
+	v.text("interrupt resume_channel", in.ResumeChannel)
+	if err := value.Check(in.Schema); err != nil {
+		v.addf("interrupt %q schema: %v", id, err)
+	}
+	if err := value.Check(in.Metadata); err != nil {
+		v.addf("interrupt %q metadata: %v", id, err)
+	}
+	if in.CreatedAt.IsZero() || !isStorableTime(in.CreatedAt) {
+		v.addf("interrupt %q created_at is missing or not a UTC microsecond timestamp", id)
+	}
+	if !isStorableTime(in.ResolvedAt) {
+		v.addf("interrupt %q resolved_at is not a UTC microsecond timestamp", id)
+	}
+	switch in.Status {
+	case InterruptOpen:
+		if !in.ResolvedAt.IsZero() {
+			v.addf("interrupt %q is open but has resolved_at", id)
 		}
-		if in.NodeID == "" {
-			v.addf("interrupt %q has an empty node_id", id)
+	case InterruptResolved:
+		if in.ResolvedAt.IsZero() {
+			v.addf("interrupt %q is resolved but has no resolved_at", id)
 		}
-		if in.ResumeChannel == "" {
-			v.addf("interrupt %q has an empty resume_channel", id)
-		}
-		v.text("interrupt id", id)
-		v.text("interrupt node_id", in.NodeID)
-		v.text("interrupt resume_channel", in.ResumeChannel)
-		if err := value.Check(in.Schema); err != nil {
-			v.addf("interrupt %q schema: %v", id, err)
-		}
-		if err := value.Check(in.Metadata); err != nil {
-			v.addf("interrupt %q metadata: %v", id, err)
-		}
-		if in.CreatedAt.IsZero() || !isStorableTime(in.CreatedAt) {
-			v.addf("interrupt %q created_at is missing or not a UTC microsecond timestamp", id)
-		}
-		if !isStorableTime(in.ResolvedAt) {
-			v.addf("interrupt %q resolved_at is not a UTC microsecond timestamp", id)
-		}
-		switch in.Status {
-		case InterruptOpen:
-			if !in.ResolvedAt.IsZero() {
-				v.addf("interrupt %q is open but has resolved_at", id)
-			}
-		case InterruptResolved:
-			if in.ResolvedAt.IsZero() {
-				v.addf("interrupt %q is resolved but has no resolved_at", id)
-			}
-		default:
-			v.addf("interrupt %q has status %q", id, in.Status)
-		}
+	default:
+		v.addf("interrupt %q has status %q", id, in.Status)
 	}
 }

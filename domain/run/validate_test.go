@@ -203,3 +203,24 @@ func TestValidateRefusesTextThatIsNotUTF8(t *testing.T) {
 		})
 	}
 }
+
+// Invalid interrupts are reported in ID order, the same every time,
+// however many valid ones surround them.
+func TestValidateReportsInterruptsInIDOrder(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.Interrupts = map[string]Interrupt{}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, id := range []string{"a", "c", "e", "g", "i", "k"} {
+		r.Interrupts[id] = Interrupt{ID: id, NodeID: "n", Status: InterruptResolved, ResumeChannel: "x", CreatedAt: at, ResolvedAt: at}
+	}
+	for _, id := range []string{"j", "b", "f"} {
+		r.Interrupts[id] = Interrupt{ID: id, NodeID: "n", Status: "lost", ResumeChannel: "x", CreatedAt: at}
+	}
+	want := []string{`interrupt "b" has status "lost"`, `interrupt "f" has status "lost"`, `interrupt "j" has status "lost"`}
+	for range 20 {
+		var verr *ValidationError
+		require.ErrorAs(t, r.Validate(), &verr)
+		assert.Equal(t, want, verr.Problems)
+	}
+}
