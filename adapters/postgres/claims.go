@@ -90,11 +90,15 @@ type claimRow struct {
 	gateCode      int32
 }
 
-func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+// claimArgs are the claim statements' parameters ($1 to $7) for r.
+func (s *Store) claimArgs(r claim.Request) []any {
 	cutoff := ports.CeilMicros(r.ExpiryCutoff())
 	ttl := int64(r.OrphanTTL / time.Microsecond)
-	rows, err := s.pool.Query(ctx, s.claimSQL, r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference),
-		s.storeNow(), ttl)
+	return []any{r.Now, r.Limit, cutoff, r.MaxClaimAttempts, string(r.Preference), s.storeNow(), ttl}
+}
+
+func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatch, error) {
+	rows, err := s.pool.Query(ctx, s.claimSQL, s.claimArgs(r)...)
 	if err != nil {
 		return nil, claimError(err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 
+	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/ports"
 )
 
@@ -63,4 +64,18 @@ func (s *Store) BatchedWriteForTest(ctx context.Context, sql string, n int, inTx
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	return s.batchedWrite(ctx, tx, sql, nil, n)
+}
+
+// ExplainClaimForTest returns EXPLAIN (FORMAT JSON) of the store's claim
+// statement for r, bound as ClaimDue binds it (nothing is executed).
+func (s *Store) ExplainClaimForTest(ctx context.Context, r claim.Request) ([]byte, error) {
+	var plan []byte
+	err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+s.claimSQL, s.claimArgs(r.Normalized())...).Scan(&plan)
+	return plan, err
+}
+
+// SetWindowedDueScanForTest makes a tenant-fair store scan up to n due
+// runs before it walks the scopes instead (0: always walk).
+func (s *Store) SetWindowedDueScanForTest(n int) {
+	s.claimSQL = windowedClaimSQL(s.schema, n)
 }

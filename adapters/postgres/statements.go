@@ -72,7 +72,7 @@ func renderStatements(schema string) statements {
 	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
 	return statements{
 		claimDue:         r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueLegacy, "{mode}", claim.AdmissionModeLegacy))),
-		claimDueWindowed: r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueWindowed, "{mode}", claim.AdmissionModeWindowed))),
+		claimDueWindowed: windowedClaimSQL(schema, windowedDueScan),
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed+freshEventCTEs), commitClaimedFirstEventParam),
 		commitReplayable: bindEventCTEs(r(sqlCommitClaimed+eventCTEs), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed+eventCTEs), commitUnclaimedFirstEventParam),
@@ -104,6 +104,19 @@ func renderStatements(schema string) statements {
 		runsTable:        quoted + ".docket_runs",
 		graphsTable:      quoted + ".docket_graph_versions",
 	}
+}
+
+// windowedDueScan bounds the tenant-fair claim's scan of due runs: up to
+// this many due runs, the scopes are read off them; beyond, the claim
+// walks the scopes holding queued runs instead (see sqlClaimDueWindowed).
+const windowedDueScan = 1024
+
+// windowedClaimSQL renders sqlClaimDueWindowed for schema with a due scan
+// of dueScan runs.
+func windowedClaimSQL(schema string, dueScan int) string {
+	sql := strings.NewReplacer("{mode}", claim.AdmissionModeWindowed, "{dueScan}", strconv.Itoa(dueScan),
+		"{schema}", pgx.Identifier{schema}.Sanitize()).Replace(sqlClaimDueWindowed)
+	return claimClocks.Replace(sql)
 }
 
 // claimClocks renders claimNow and claimCutoff into a claim statement.
@@ -268,12 +281,26 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //
 // Invariants (beyond sqlClaimDueLegacy's):
 //   - Admission happens only under the gate's 'windowed' authority.
-//   - Sampling: scopes of docket_claim_schedule with unfinished runs and at
-//     least one due ready run, found by two EXISTS probes (queued and
-//     admitted) that each match one partial index
-//     (docket_runs_scope_queued_ready_index,
-//     docket_runs_scope_admitted_ready_index); random order; at most limit
-//     scopes. A scope whose runs all sleep is never sampled.
+//   - Sampling: the scopes with at least one due ready run (so with
+//     unfinished runs: the scopes of docket_claim_schedule with
+//     unfinished_count > 0 that have due work); random order; at most
+//     limit scopes. A scope whose runs all sleep is never sampled. The
+//     schedule is not read: it keeps a row for every scope that ever had
+//     a run and has no index on its count (count updates stay HOT), so
+//     reading it would cost more with every tenant ever seen. Instead,
+//     the due ready runs are read in (wake_at, id) order, at most
+//     windowedDueScan + 1 of them (docket_runs_wake_at_id_index): when
+//     that reached them all, their scopes are the due scopes. Beyond it
+//     (a backlog), a recursive walk takes the next scope key of either
+//     scoped ready index (docket_runs_scope_queued_ready_index,
+//     docket_runs_scope_admitted_ready_index: a min() over scope_key,
+//     one index descent each, walking past only the entries between two
+//     keys), and per scope two probes bounded by LIMIT 1 (scope_key,
+//     wake_at <= now: scalar subqueries, never hashed over the whole
+//     backlog) keep the scopes with due work. Either way the cost does
+//     not grow with the scopes whose runs all finished or wait: it is
+//     bounded by the due scan, and beyond it grows with the scopes
+//     holding queued runs (due or sleeping), not with the backlog.
 //   - Per-scope page (LATERAL, no locks): up to 2·limit due admitted
 //     runs and up to 2·limit due queued runs, each by (wake_at, id),
 //     ranked admitted first then (wake_at, id) into scope_rank, cut at
@@ -308,24 +335,69 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 // $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
 // $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
 var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
-    SELECT s.scope_key
-    FROM {schema}.docket_claim_schedule AS s
-    WHERE EXISTS (SELECT 1 FROM authority)
-      AND s.unfinished_count > 0
-      AND (EXISTS (SELECT 1
-                   FROM {schema}.docket_runs AS q
-                   WHERE q.scope_key = s.scope_key
-                     AND q.status = 'running' AND q.poisoned_at IS NULL
-                     AND q.tenant_admitted_at IS NULL
-                     AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                     AND q.wake_at <= {now})
-           OR EXISTS (SELECT 1
+    WITH RECURSIVE due AS MATERIALIZED (
+        SELECT r.scope_key
+        FROM {schema}.docket_runs AS r
+        WHERE EXISTS (SELECT 1 FROM authority)
+          AND r.status = 'running' AND r.poisoned_at IS NULL
+          AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+          AND r.wake_at <= {now}
+        ORDER BY r.wake_at, r.id
+        LIMIT {dueScan} + 1
+    ),
+    walk (scope_key) AS (
+        SELECT LEAST((SELECT min(q.scope_key)
+                      FROM {schema}.docket_runs AS q
+                      WHERE q.status = 'running' AND q.poisoned_at IS NULL
+                        AND q.tenant_admitted_at IS NULL
+                        AND q.claim_token IS NULL AND q.wake_at IS NOT NULL),
+                     (SELECT min(a.scope_key)
                       FROM {schema}.docket_runs AS a
-                      WHERE a.scope_key = s.scope_key
+                      WHERE a.status = 'running' AND a.poisoned_at IS NULL
+                        AND a.tenant_admitted_at IS NOT NULL
+                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL))
+        WHERE (SELECT count(*) FROM due) > {dueScan}
+        UNION ALL
+        SELECT LEAST((SELECT min(q.scope_key)
+                      FROM {schema}.docket_runs AS q
+                      WHERE q.scope_key > w.scope_key
+                        AND q.status = 'running' AND q.poisoned_at IS NULL
+                        AND q.tenant_admitted_at IS NULL
+                        AND q.claim_token IS NULL AND q.wake_at IS NOT NULL),
+                     (SELECT min(a.scope_key)
+                      FROM {schema}.docket_runs AS a
+                      WHERE a.scope_key > w.scope_key
                         AND a.status = 'running' AND a.poisoned_at IS NULL
                         AND a.tenant_admitted_at IS NOT NULL
-                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                        AND a.wake_at <= {now}))
+                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL))
+        FROM walk AS w
+        WHERE w.scope_key IS NOT NULL
+    )
+    SELECT d.scope_key
+    FROM (SELECT DISTINCT scope_key
+          FROM due
+          WHERE (SELECT count(*) FROM due) <= {dueScan}
+          UNION ALL
+          SELECT w.scope_key
+          FROM walk AS w
+          WHERE w.scope_key IS NOT NULL
+            AND COALESCE((SELECT true
+                          FROM {schema}.docket_runs AS q
+                          WHERE q.scope_key = w.scope_key
+                            AND q.status = 'running' AND q.poisoned_at IS NULL
+                            AND q.tenant_admitted_at IS NULL
+                            AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                            AND q.wake_at <= {now}
+                          LIMIT 1),
+                         (SELECT true
+                          FROM {schema}.docket_runs AS a
+                          WHERE a.scope_key = w.scope_key
+                            AND a.status = 'running' AND a.poisoned_at IS NULL
+                            AND a.tenant_admitted_at IS NOT NULL
+                            AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                            AND a.wake_at <= {now}
+                          LIMIT 1),
+                         false)) AS d
     ORDER BY random()
     LIMIT $2::integer
 ),

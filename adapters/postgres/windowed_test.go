@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -303,6 +304,10 @@ func TestClaimDueExecutesTheWindowedPolicy(t *testing.T) {
 			ORDER BY x.ord`, ids, from, wakes, claims, attempts, poisoned, admitted)
 		require.NoError(rt, err)
 
+		// Both ways of finding the due scopes: reading the due runs (the
+		// store's bound is far above these few), or walking the scopes
+		// (a bound the due runs exceed).
+		env.store.SetWindowedDueScanForTest(rapid.SampledFrom([]int{0, 1, 3, 1024}).Draw(rt, "dueScan"))
 		req := claim.Request{
 			Now:              t0,
 			Limit:            rapid.IntRange(1, 5).Draw(rt, "limit"),
@@ -445,4 +450,134 @@ func TestWindowedClaimAcceptsTheLargestLimit(t *testing.T) {
 	batch, err := env.store.ClaimDue(context.Background(), readyAt(t0, math.MaxInt32))
 	require.NoError(t, err)
 	assert.Equal(t, []string{r.ID}, leaseIDs(batch))
+}
+
+// planRelations collects the relations an EXPLAIN (FORMAT JSON) plan
+// reads.
+func planRelations(t *testing.T, plan []byte) []string {
+	t.Helper()
+	var doc []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(plan, &doc))
+	require.Len(t, doc, 1)
+	var names []string
+	var walk func(node map[string]any)
+	walk = func(node map[string]any) {
+		if name, ok := node["Relation Name"].(string); ok && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		children, _ := node["Plans"].([]any)
+		for _, child := range children {
+			if c, ok := child.(map[string]any); ok {
+				walk(c)
+			}
+		}
+	}
+	walk(doc[0].Plan)
+	return names
+}
+
+// A tenant-fair claim reads nothing per scope whose runs have all
+// finished: such scopes keep their partition and schedule rows forever
+// (one per tenant that ever had a run), so a claim that read them would
+// cost more with every tenant ever seen. The plan, with many more idle
+// scopes than busy ones, reads neither table, and the claim still
+// serves every scope with due work.
+func TestWindowedClaimReadsNothingPerIdleScope(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := windowedEnv(t)
+	var due []string
+	for i := range 3 {
+		due = append(due, env.insertRun(t, ports.Tenant(fmt.Sprintf("busy-%d", i)), t0.Add(-time.Hour), t0).ID)
+	}
+	env.insertRun(t, ports.Tenant("sleeping"), t0.Add(-time.Hour), t0.Add(time.Hour))
+	idle := newRunID("idle") + "-"
+	t.Cleanup(func() {
+		_, _ = env.pool.Exec(context.Background(),
+			"DELETE FROM "+env.table("docket_claim_partitions")+" WHERE starts_with(scope_key, $1)", idle)
+	})
+	_, err := env.pool.Exec(ctx, "INSERT INTO "+env.table("docket_claim_partitions")+
+		" (scope_key) SELECT $1 || g FROM generate_series(1, 20000) AS g", idle)
+	require.NoError(t, err)
+	for _, table := range []string{"docket_claim_partitions", "docket_claim_schedule", "docket_runs"} {
+		_, err := env.pool.Exec(ctx, "ANALYZE "+env.table(table))
+		require.NoError(t, err)
+	}
+
+	// Both ways of finding the due scopes: reading the few due runs, and
+	// walking the scopes (what a claim does behind a large backlog).
+	for _, dueScan := range []int{1024, 0} {
+		env.store.SetWindowedDueScanForTest(dueScan)
+		for _, limit := range []int{1, 3, 100} {
+			plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
+			require.NoError(t, err)
+			read := planRelations(t, plan)
+			assert.Contains(t, read, "docket_runs")
+			assert.NotContains(t, read, "docket_claim_schedule", "due scan %d, limit %d", dueScan, limit)
+			assert.NotContains(t, read, "docket_claim_partitions", "due scan %d, limit %d", dueScan, limit)
+		}
+		batch, err := env.store.ClaimDue(ctx, readyAt(t0, 10))
+		require.NoError(t, err)
+		assert.ElementsMatch(t, due, leaseIDs(batch), "due scan %d", dueScan)
+		for _, l := range batch.Leases {
+			require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0))
+		}
+	}
+}
+
+// A scope whose runs all finished is not sampled, and is sampled again
+// as soon as it has due work.
+func TestWindowedClaimSamplesAScopeThatBecameActiveAgain(t *testing.T) {
+	t.Parallel()
+	for _, dueScan := range []int{1024, 0} {
+		t.Run(fmt.Sprintf("due scan %d", dueScan), func(t *testing.T) {
+			t.Parallel()
+			env := windowedEnv(t)
+			env.store.SetWindowedDueScanForTest(dueScan)
+			scopeBecameActiveAgain(t, env)
+		})
+	}
+}
+
+func scopeBecameActiveAgain(t *testing.T, env *testEnv) {
+	ctx := context.Background()
+	a, b := ports.Tenant("a"), ports.Tenant("b")
+	unfinished := func(scope string) int64 {
+		var n int64
+		require.NoError(t, env.pool.QueryRow(ctx, "SELECT unfinished_count FROM "+env.table("docket_claim_schedule")+
+			" WHERE scope_key = $1", scope).Scan(&n))
+		return n
+	}
+
+	first := env.insertRun(t, a, t0.Add(-time.Hour), t0.Add(-time.Minute))
+	batch, err := env.store.ClaimDue(ctx, readyAt(t0, 10))
+	require.NoError(t, err)
+	require.Equal(t, []string{first.ID}, leaseIDs(batch))
+	done := first.Clone()
+	done.Status, done.FinishedAt, done.UpdatedAt = run.StatusDone, ports.Micros(t0), ports.Micros(t0)
+	_, err = env.store.Commit(ctx, a, ports.CommitParams{ClaimToken: batch.Leases[0].Token,
+		Moment: run.Propose(first, done, []run.Event{{Type: run.EventRunCompleted, Step: first.Step}},
+			run.CheckpointRunCompleted, run.Disposition{Kind: run.DispositionTerminal}, t0)})
+	require.NoError(t, err)
+	require.Zero(t, unfinished("a"), "a is idle")
+
+	other := env.insertRun(t, b, t0.Add(-time.Hour), t0)
+	for range 5 {
+		batch, err = env.store.ClaimDue(ctx, readyAt(t0, 1))
+		require.NoError(t, err)
+		require.Equal(t, []string{other.ID}, leaseIDs(batch))
+		require.NoError(t, env.store.ReleaseClaim(ctx, other.ID, batch.Leases[0].Token, t0))
+	}
+
+	again := env.insertRun(t, a, t0.Add(-time.Hour), t0)
+	later := env.insertRun(t, a, t0.Add(-time.Hour), t0)
+	require.EqualValues(t, 2, unfinished("a"), "a is active again")
+	batch, err = env.store.ClaimDue(ctx, readyAt(t0, 2))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{again.ID, other.ID}, leaseIDs(batch), "each scope's head")
+	batch, err = env.store.ClaimDue(ctx, readyAt(t0, 2))
+	require.NoError(t, err)
+	assert.Equal(t, []string{later.ID}, leaseIDs(batch))
 }
