@@ -14,6 +14,10 @@
 //		wire.FieldsOf(new(wiring.Settings), "DatabaseURL", "Schema", "Engine", "Logger"),
 //	)
 //
+// WorkerFlags gives such a binary the engine flags of `docket worker`
+// (--concurrency, --orphan-ttl, --event-retention and the rest) with the
+// same names, defaults and checks, for Settings.Engine.
+//
 // The package chooses adapters; it is not imported by app or the
 // adapters, which keeps the dependency rule (cmd chooses, app never
 // imports an adapter).

@@ -11,6 +11,7 @@ require (
 	github.com/docketgo/docket/pgtest v0.0.0
 	github.com/docketgo/docket/ports v0.0.0
 	github.com/google/wire v0.7.0
+	github.com/spf13/pflag v1.0.9
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0

@@ -3,21 +3,25 @@
 // assembled by google/wire from the provider sets of
 // github.com/docketgo/docket/cmd/wiring, choosing the wake notifier
 // (LISTEN/NOTIFY or polling only) and the telemetry (OpenTelemetry or
-// none) per deployment. See wire.go for the four profiles.
+// none) per deployment. See wire.go for the four profiles. It takes the
+// engine flags of `docket worker` (--concurrency, --orphan-ttl,
+// --event-retention and the rest) from wiring.WorkerFlags, beside its own.
 //
-//	custom-worker -database-url postgres://... -migrate -runs 5
-//	custom-worker -notifier poll -telemetry otel -telemetry-out spans.jsonl
+//	custom-worker --database-url postgres://... --migrate --runs 5
+//	custom-worker --poll-only --telemetry otel --telemetry-out spans.jsonl
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/cmd/wiring"
@@ -36,45 +40,56 @@ func main() {
 type config struct {
 	databaseURL  string
 	schema       string
-	notifier     string
 	telemetry    string
 	telemetryOut string
 	migrate      bool
 	runs         int
 	runFor       time.Duration
-	pollInterval time.Duration
+	// engine is what the engine flags of `docket worker` ask for
+	// (wiring.WorkerFlags); --poll-only picks a profile without a
+	// listener.
+	engine  engine.Config
+	pruning string
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("custom-worker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("custom-worker", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	// Not a flag default: the usage text prints defaults, and the
 	// connection string may carry a password.
 	fs.StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
 	fs.StringVar(&c.schema, "schema", "", "Docket schema (default: found on the search_path)")
-	fs.StringVar(&c.notifier, "notifier", "listen", "wake-ups: listen (LISTEN/NOTIFY) or poll (polling only)")
 	fs.StringVar(&c.telemetry, "telemetry", "none", "telemetry: otel (OpenTelemetry) or none")
 	fs.StringVar(&c.telemetryOut, "telemetry-out", "", "file the OpenTelemetry exporters append to (default stderr)")
 	fs.BoolVar(&c.migrate, "migrate", false, "install or upgrade the Docket schema first")
 	fs.IntVar(&c.runs, "runs", 0, "start this many tickets, wait for them and exit (0: work until stopped)")
-	fs.DurationVar(&c.runFor, "for", 0, "without -runs: stop after this long (0: until Ctrl-C)")
-	fs.DurationVar(&c.pollInterval, "poll-interval", time.Second, "longest wait between polls")
+	fs.DurationVar(&c.runFor, "for", 0, "without --runs: stop after this long (0: until Ctrl-C)")
+	// The engine's flags, as docket worker has them: same names, defaults,
+	// help and checks.
+	var engineFlags wiring.WorkerFlags
+	engineFlags.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if !errors.Is(err, pflag.ErrHelp) { // -h printed the usage already
+			fmt.Fprintf(stderr, "Usage of custom-worker:\n%s", fs.FlagUsages())
+		}
 		return c, err
 	}
 	if c.databaseURL == "" {
 		c.databaseURL = getenv("DATABASE_URL")
 	}
+	var err error
+	if c.engine, err = engineFlags.EngineConfig(); err != nil {
+		return c, err
+	}
+	c.pruning = engineFlags.Pruning()
 	switch {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case c.notifier != "listen" && c.notifier != "poll":
-		return c, fmt.Errorf("-notifier %q: want listen or poll", c.notifier)
 	case c.telemetry != "otel" && c.telemetry != "none":
-		return c, fmt.Errorf("-telemetry %q: want otel or none", c.telemetry)
-	case c.runs < 0 || c.runFor < 0 || c.pollInterval <= 0:
-		return c, errors.New("-runs and -for must not be negative, -poll-interval must be positive")
+		return c, fmt.Errorf("--telemetry %q: want otel or none", c.telemetry)
+	case c.runs < 0 || c.runFor < 0:
+		return c, errors.New("--runs and --for must not be negative")
 	}
 	return c, nil
 }
@@ -82,9 +97,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 // assemble picks the injector of the chosen profile.
 func assemble(ctx context.Context, c config, s wiring.Settings, out TelemetryOutput) (*wiring.Runtime, func(), error) {
 	switch {
-	case c.notifier == "listen" && c.telemetry == "otel":
+	case !c.engine.PollOnly && c.telemetry == "otel":
 		return listenOTel(ctx, s, out)
-	case c.notifier == "listen":
+	case !c.engine.PollOnly:
 		return listenPlain(ctx, s)
 	case c.telemetry == "otel":
 		return pollOTel(ctx, s, out)
@@ -95,7 +110,7 @@ func assemble(ctx context.Context, c config, s wiring.Settings, out TelemetryOut
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	c, err := parse(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
@@ -128,7 +143,7 @@ func work(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	settings := wiring.Settings{
 		DatabaseURL: wiring.DatabaseURL(c.databaseURL),
 		Schema:      wiring.SchemaName(c.schema),
-		Engine:      engine.Config{Dispatcher: engine.DispatcherConfig{PollInterval: c.pollInterval}},
+		Engine:      c.engine,
 		Logger:      logger,
 	}
 	rt, cleanup, err := assemble(ctx, c, settings, out)
@@ -141,11 +156,17 @@ func work(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		// The drain's own budget (--drain-timeout; 0 is the engine's
+		// default), and a second to spare.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(c.engine.Dispatcher.DrainTimeout, engine.DefaultDrainTimeout)+time.Second)
 		defer cancel()
 		_ = e.Stop(stopCtx)
 	}()
-	fmt.Fprintf(stderr, "custom-worker: schema %q, notifier %s, telemetry %s\n", rt.Schema, c.notifier, c.telemetry)
+	notifier := "listen"
+	if c.engine.PollOnly {
+		notifier = "poll"
+	}
+	fmt.Fprintf(stderr, "custom-worker: schema %q, notifier %s, telemetry %s, %s\n", rt.Schema, notifier, c.telemetry, c.pruning)
 	if c.runs == 0 {
 		wait := ctx
 		if c.runFor > 0 {

@@ -290,3 +290,18 @@ func TestWorkerEngineLimitsAreFlags(t *testing.T) {
 	c.ok("worker", "--max-attempt-elapsed", "2m", "--drain-max-elapsed", "2m", "--orphan-ttl", "5m",
 		"--max-claim-attempts", "3", "--max-claim-abandons", "2", "--for", "10ms")
 }
+
+// An engine setting the worker would refuse is reported by its flags before
+// the worker connects: here no database answers, and the usage error still
+// comes first.
+func TestWorkerRefusesItsEngineFlagsBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, map[string]string{"DOCKET_DATABASE_URL": "postgres://docket@127.0.0.1:1/none?connect_timeout=2"})
+	res := c.fails(ExitUsage, "worker", "--max-attempt-elapsed", "2m", "--concurrency", "0", "--for", "10ms")
+	assert.Contains(t, res.stderr, "--concurrency must be positive")
+	res = c.fails(ExitUsage, "worker", "--max-attempt-elapsed", "2m", "--for", "10ms")
+	assert.Contains(t, res.stderr, "--drain-max-elapsed (3s) must be at least --max-attempt-elapsed (2m0s)")
+	assert.Contains(t, res.stderr, "--orphan-ttl (1m0s) must exceed --drain-max-elapsed")
+	assert.NotContains(t, res.stderr, "connect")
+	c.fails(ExitUsage, "worker", "--for", "-1s")
+}

@@ -4,67 +4,26 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/docketgo/docket/adapters/postgres"
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/ports"
 )
 
-// retention is a duration flag that also accepts whole days ("30d").
-type retention struct {
-	d   time.Duration
-	s   string // as given, for messages
-	set bool
-}
-
-func (r *retention) String() string {
-	if !r.set {
-		return ""
-	}
-	return r.d.String()
-}
-
-func (r *retention) Set(s string) error {
-	d, err := parseRetention(s)
-	if err != nil {
-		return err
-	}
-	r.d, r.s, r.set = d, s, true
-	return nil
-}
-
 // checkPruneFlags refuses, naming the flags, the prune settings that the
 // pruner's own validation would refuse by the names of its Go fields.
-func checkPruneFlags(events, runs retention, batch int) error {
+func checkPruneFlags(events, runs wiring.Retention, batch int) error {
 	switch {
-	case events.d > runs.d:
-		return usagef("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", events.s, runs.s)
+	case events.Duration() > runs.Duration():
+		return usagef("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", &events, &runs)
 	case batch < 1 || batch > math.MaxInt32:
 		return usagef("--batch-size must be in 1..%d", math.MaxInt32)
 	}
 	return nil
-}
-
-func (r *retention) Type() string { return "duration" }
-
-func parseRetention(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q: want a duration such as 72h or 30d", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q: want a duration such as 72h or 30d", s)
-	}
-	return d, nil
 }
 
 type pruneJSON struct {
@@ -76,7 +35,7 @@ type pruneJSON struct {
 }
 
 func (a *app) pruneCommand() *cobra.Command {
-	var events, runs retention
+	var events, runs wiring.Retention
 	var batch, keep, maxPasses int
 	cmd := &cobra.Command{
 		Use:   "prune",
@@ -92,7 +51,7 @@ func (a *app) pruneCommand() *cobra.Command {
 			if a.tenant != "" {
 				return usagef("prune covers the whole schema, every tenant alike; run it without --tenant")
 			}
-			if !events.set || !runs.set {
+			if !events.IsSet() || !runs.IsSet() {
 				return usagef("--event-retention and --run-retention are required (for example 7d and 30d)")
 			}
 			if err := checkPruneFlags(events, runs, batch); err != nil {
@@ -101,7 +60,7 @@ func (a *app) pruneCommand() *cobra.Command {
 			if keep < 1 || keep > math.MaxInt32 {
 				return usagef("--keep-graph-versions must be in 1..%d", math.MaxInt32)
 			}
-			cfg := postgres.PruneConfig{EventRetention: events.d, RunRetention: runs.d, BatchSize: batch, KeepGraphVersions: keep}
+			cfg := postgres.PruneConfig{EventRetention: events.Duration(), RunRetention: runs.Duration(), BatchSize: batch, KeepGraphVersions: keep}
 			if err := cfg.Validate(); err != nil {
 				return usageErr(err)
 			}
@@ -113,7 +72,7 @@ func (a *app) pruneCommand() *cobra.Command {
 	}
 	cmd.Flags().Var(&events, "event-retention", "delete events older than this (e.g. 7d, 72h)")
 	cmd.Flags().Var(&runs, "run-retention", "delete finished runs last updated longer ago than this (e.g. 30d)")
-	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one pass deletes at most")
+	cmd.Flags().IntVar(&batch, "batch-size", wiring.DefaultPruneBatchSize, "rows of each kind one pass deletes at most")
 	cmd.Flags().IntVar(&keep, "keep-graph-versions", ports.DefaultKeptGraphVersions, "newest versions of each graph to keep")
 	cmd.Flags().IntVar(&maxPasses, "max-passes", 0, "stop after this many passes (0: until nothing is left)")
 	return cmd

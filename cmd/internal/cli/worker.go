@@ -12,18 +12,15 @@ import (
 
 	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/app/engine"
-	"github.com/docketgo/docket/app/prune"
+	"github.com/docketgo/docket/cmd/wiring"
 )
 
 func (a *app) workerCommand() *cobra.Command {
-	var concurrency, maxFinishing int
-	var pollInterval, drainTimeout, runFor, pruneInterval time.Duration
-	var orphanTTL, maxAttemptElapsed, drainMaxElapsed time.Duration
-	var maxClaimAttempts, maxClaimAbandons int
-	var pollOnly bool
+	// The engine's flags are wiring.WorkerFlags, which worker binaries of
+	// one's own register too; the rest are the command's.
+	var engineFlags wiring.WorkerFlags
+	var runFor time.Duration
 	var metricsAddr string
-	var events, runs retention
-	var batch int
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run an engine with the built-in example nodes until stopped",
@@ -36,66 +33,21 @@ func (a *app) workerCommand() *cobra.Command {
 			"on /healthz.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := engine.Config{
-				PollOnly:          pollOnly,
-				MaxAttemptElapsed: maxAttemptElapsed,
-				Dispatcher: engine.DispatcherConfig{
-					Concurrency:      concurrency,
-					MaxFinishing:     maxFinishing,
-					PollInterval:     pollInterval,
-					DrainTimeout:     drainTimeout,
-					OrphanTTL:        orphanTTL,
-					MaxClaimAttempts: maxClaimAttempts,
-				},
-				Vehicle: engine.VehicleConfig{
-					DrainBudget:      engine.DrainBudget{MaxElapsed: drainMaxElapsed},
-					MaxClaimAbandons: maxClaimAbandons,
-				},
+			cfg, err := engineFlags.EngineConfig()
+			if runFor < 0 {
+				err = errors.Join(err, errors.New("--for must not be negative"))
 			}
-			if orphanTTL <= 0 || maxAttemptElapsed <= 0 || drainMaxElapsed <= 0 || maxClaimAttempts < 1 || maxClaimAbandons < 1 {
-				return usagef("--orphan-ttl, --max-attempt-elapsed, --drain-max-elapsed, --max-claim-attempts and --max-claim-abandons must be positive")
-			}
-			if events.set != runs.set {
-				return usagef("pruning needs both --event-retention and --run-retention")
-			}
-			if runs.set {
-				if err := checkPruneFlags(events, runs, batch); err != nil {
-					return err
-				}
-				if pruneInterval <= 0 {
-					return usagef("--prune-interval must be positive")
-				}
-				cfg.Pruner = &prune.Config{Interval: pruneInterval, EventRetention: events.d, RunRetention: runs.d, BatchSize: batch}
-			}
-			if concurrency < 1 || pollInterval <= 0 || drainTimeout < 0 || runFor < 0 || maxFinishing < 0 {
-				return usagef("--concurrency and --poll-interval must be positive, --drain-timeout, --max-finishing and --for not negative")
-			}
-			pruning := "no pruning"
-			if cfg.Pruner != nil {
-				pruning = fmt.Sprintf("pruning every %s (events after %s, finished runs after %s)", pruneInterval, events.s, runs.s)
+			if err != nil {
+				return usageErr(err)
 			}
 			a.admits = true
-			return a.worker(cmd.Context(), cfg, runFor, pruning, metricsAddr)
+			return a.worker(cmd.Context(), cfg, runFor, engineFlags.Pruning(), metricsAddr)
 		},
 	}
-	cmd.Flags().IntVar(&concurrency, "concurrency", engine.DefaultConcurrency, "runs driven at once")
-	cmd.Flags().IntVar(&maxFinishing, "max-finishing", 0, "runs whose final commit may be in flight after giving their place up (0: 16 × --concurrency)")
-	cmd.Flags().DurationVar(&pollInterval, "poll-interval", engine.DefaultPollInterval, "longest wait between polls")
-	cmd.Flags().DurationVar(&drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "how long stopping waits for running work")
-	cmd.Flags().BoolVar(&pollOnly, "poll-only", false, "do not LISTEN for wake-ups (e.g. behind PgBouncer transaction pooling)")
+	engineFlags.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&a.claimPolicyFlag, "claim-policy", "",
 		"claim policy: legacy (FIFO) or tenant-fair (default: tenant-fair with --tenant, else legacy); the last worker started sets the schema's")
 	cmd.Flags().DurationVar(&runFor, "for", 0, "stop after this long (0: until Ctrl-C or SIGTERM)")
-	cmd.Flags().Var(&events, "event-retention", "prune events older than this (e.g. 7d)")
-	cmd.Flags().Var(&runs, "run-retention", "prune finished runs older than this (e.g. 30d)")
-	cmd.Flags().DurationVar(&pruneInterval, "prune-interval", time.Hour, "time between prune passes")
-	cmd.Flags().IntVar(&batch, "batch-size", 1000, "rows of each kind one prune pass deletes at most")
-	cmd.Flags().DurationVar(&maxAttemptElapsed, "max-attempt-elapsed", engine.DefaultMaxAttemptElapsed,
-		"longest node attempt (raise with --drain-max-elapsed and --orphan-ttl, keeping max-attempt-elapsed ≤ drain-max-elapsed < orphan-ttl)")
-	cmd.Flags().DurationVar(&drainMaxElapsed, "drain-max-elapsed", engine.DefaultDrainMaxElapsed, "longest a claimed run keeps starting supersteps before it is handed on")
-	cmd.Flags().DurationVar(&orphanTTL, "orphan-ttl", engine.DefaultOrphanTTL, "how long a dead worker's claim holds its run before another worker takes it over")
-	cmd.Flags().IntVar(&maxClaimAttempts, "max-claim-attempts", engine.DefaultMaxClaimAttempts, "claims without progress before a run is poisoned")
-	cmd.Flags().IntVar(&maxClaimAbandons, "max-claim-abandons", engine.DefaultMaxClaimAbandons, "hand-backs without progress (a graph this worker cannot run) before a run is poisoned")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "",
 		"serve /metrics (Prometheus) and /healthz on this address, e.g. :9464 (empty: no endpoint)")
 	return cmd
@@ -123,7 +75,9 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 			return nil
 		}
 		if errors.Is(err, engine.ErrInvalidConfig) {
-			return usageErr(errors.New(workerFlagNames.Replace(err.Error())))
+			// The flags' own settings were checked already: this is one
+			// of the global flags' (--tenant, --claim-policy).
+			return usageErr(err)
 		}
 		return err
 	}
@@ -166,13 +120,3 @@ func (a *app) worker(ctx context.Context, cfg engine.Config, runFor time.Duratio
 	a.say("docket worker: stopped")
 	return nil
 }
-
-// workerFlagNames names the engine settings the worker has flags for as
-// those flags, in the engine's configuration errors.
-var workerFlagNames = strings.NewReplacer(
-	"Vehicle.DrainBudget.MaxElapsed", "--drain-max-elapsed",
-	"Vehicle.MaxClaimAbandons", "--max-claim-abandons",
-	"Dispatcher.OrphanTTL", "--orphan-ttl",
-	"Dispatcher.MaxClaimAttempts", "--max-claim-attempts",
-	"MaxAttemptElapsed", "--max-attempt-elapsed",
-)
