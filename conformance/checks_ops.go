@@ -389,6 +389,41 @@ func checkListFilters(h *harness) {
 	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusWaiting}})), set(waitingRun.ID), "status filter")
 	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusRunning, run.StatusCancelled}})), set(plain.ID, altID, cancelled.ID), "two-status filter")
 	eq(h, fmt.Sprint(list(ports.ListRunsParams{Statuses: []run.Status{run.StatusDone}})), "[]", "status filter without matches")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{OpenInterrupts: true})), set(waitingRun.ID), "open interrupts filter")
+
+	// Open interrupts: an answered one is not, a cancelled run keeps its
+	// unanswered one, and the filter comes before the limit, however many
+	// newer runs hold none.
+	answered := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+	h.must(errOf(h.mutate(owner, answered.ID, h.waitingMoment(answered))), "parking")
+	_, err = h.b.MutateRun(h.ctx, owner, answered.ID, func(current *run.Run) (*run.Moment, error) {
+		return superstep.ResolveInterrupt(f.main, current, "conformance-interrupt", "yes", superstep.Env{Now: h.clock.Now()})
+	})
+	h.must(err, "answering")
+	abandoned := h.insert(owner, runOpts{wakeAt: at(time.Hour)})
+	h.must(errOf(h.mutate(owner, abandoned.ID, h.waitingMoment(abandoned))), "parking")
+	h.must(errOf(h.b.MutateRun(h.ctx, owner, abandoned.ID, cancelMutation(h))), "cancelling a waiting run")
+	for i := range 3 {
+		h.insert(owner, runOpts{startedAt: at(time.Duration(i+1) * time.Minute), wakeAt: at(time.Hour)})
+	}
+	// A run whose own values read like an open interrupt (and hold a NUL)
+	// has none.
+	lookalike := h.id("lookalike")
+	m, err = superstep.Start(f.main, superstep.StartParams{RunID: lookalike, Input: map[string]any{"topic": "a\x00b"},
+		Metadata: map[string]any{"ticket": map[string]any{"status": "open"}}}, superstep.Env{Now: at(time.Hour)})
+	h.must(err, "superstep.Start of a run whose metadata reads like an interrupt")
+	_, err = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: at(time.Hour)})
+	h.must(err, "InsertRun of a run whose metadata reads like an interrupt")
+	eq(h, fmt.Sprint(list(ports.ListRunsParams{OpenInterrupts: true})), set(waitingRun.ID, abandoned.ID), "open interrupts filter, with a cancelled run's")
+	answerable := ports.ListRunsParams{Limit: 1, OpenInterrupts: true, Statuses: []run.Status{run.StatusRunning, run.StatusWaiting}}
+	page, err := h.b.ListRuns(h.ctx, owner, answerable)
+	h.must(err, "ListRuns(%+v)", answerable)
+	ids := []string{}
+	for _, s := range page.Runs {
+		ids = append(ids, s.RunID)
+	}
+	eq(h, fmt.Sprint(ids), fmt.Sprint([]string{waitingRun.ID}), "open interrupts of running and waiting runs, one a page, below newer runs without")
+	eq(h, page.HasMore, false, "more runs with open interrupts")
 
 	for name, p := range map[string]ports.ListRunsParams{
 		"limit 0":           {Limit: 0},

@@ -380,6 +380,15 @@ func (m listIgnoresTenant) ListRuns(ctx context.Context, _ ports.Scope, p ports.
 	return m.base.Backend.ListRuns(ctx, ports.System(), p)
 }
 
+// listIgnoresOpenInterrupts lists runs as if no filter on open interrupts
+// were asked for.
+type listIgnoresOpenInterrupts struct{ *base }
+
+func (m listIgnoresOpenInterrupts) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRunsParams) (*ports.RunPage, error) {
+	p.OpenInterrupts = false
+	return m.base.Backend.ListRuns(ctx, scope, p)
+}
+
 // eventsOutOfOrder returns each event page newest first.
 type eventsOutOfOrder struct{ *base }
 
@@ -527,6 +536,9 @@ func TestSuiteCatchesPlantedBugs(t *testing.T) {
 		{"list_ignores_the_tenant",
 			func(b *base, _ *swapClock) ports.Backend { return listIgnoresTenant{b} },
 			[]string{"SCOPE-004"}},
+		{"list_ignores_open_interrupts",
+			func(b *base, _ *swapClock) ports.Backend { return listIgnoresOpenInterrupts{b} },
+			[]string{"OPS-003"}},
 		{"events_listed_newest_first",
 			func(b *base, _ *swapClock) ports.Backend { return eventsOutOfOrder{b} },
 			[]string{"EVENT-004"}},

@@ -406,7 +406,7 @@ var registry = []Invariant{
 		Summary: "every stored or returned time is UTC truncated to the microsecond, whatever the caller passed",
 		Source:  "spec §2.5", check: checkTimePrecision},
 	{ID: "OPS-003", Area: AreaOps, Behaviour: "list_filters_and_limits", Spec: nil,
-		Summary: "ListRuns filters by graph id, graph hash and statuses; bad limits or statuses are ErrInvalidArgument",
+		Summary: "ListRuns filters by graph id, graph hash, statuses and open interrupts; bad limits or statuses are ErrInvalidArgument",
 		Source:  "spec §6.1", check: checkListFilters},
 	{ID: "OPS-004", Area: AreaOps, Behaviour: "unknown_run_is_not_found", Spec: nil,
 		Summary: "every scoped call on an unknown run is ErrNotFound",

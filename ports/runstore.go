@@ -239,6 +239,14 @@ type ListRunsParams struct {
 	GraphID   string
 	GraphHash string
 	Statuses  []run.Status
+	// OpenInterrupts keeps only the runs whose committed document holds
+	// at least one open interrupt, however many newer runs hold none (the
+	// filter comes before Limit). A cancelled run keeps the interrupts it
+	// never had answered: with Statuses running and waiting it selects
+	// the runs whose interrupts can be answered. It reads the documents
+	// of the runs the other filters leave: an inspection filter, not a
+	// hot path.
+	OpenInterrupts bool
 }
 
 // Validate reports the first malformed field as an *InvalidArgumentError:

@@ -112,7 +112,8 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		case !scope.Sees(row.owner),
 			p.GraphID != "" && d.GraphID != p.GraphID,
 			p.GraphHash != "" && d.GraphHash != p.GraphHash,
-			len(p.Statuses) > 0 && !slices.Contains(p.Statuses, d.Status):
+			len(p.Statuses) > 0 && !slices.Contains(p.Statuses, d.Status),
+			p.OpenInterrupts && !hasOpenInterrupt(d):
 			continue
 		}
 		sum := summarize(row)
@@ -139,6 +140,16 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		page.NextBefore = &ports.RunCursor{StartedAt: last.StartedAt, RunID: last.RunID}
 	}
 	return page, nil
+}
+
+// hasOpenInterrupt reports whether r holds an open interrupt.
+func hasOpenInterrupt(r *run.Run) bool {
+	for _, in := range r.Interrupts {
+		if in.Status == run.InterruptOpen {
+			return true
+		}
+	}
+	return false
 }
 
 func summarize(row *runRow) ports.RunSummary {

@@ -298,7 +298,8 @@ func whereScope(q *bun.SelectQuery, scope ports.Scope) *bun.SelectQuery {
 }
 
 // summaryRow is the bun model of ListRuns: summary columns only, never
-// state or token.
+// the token, and the state only where an open interrupt is to be
+// confirmed.
 type summaryRow struct {
 	RunID         string     `bun:"run_id"`
 	TenantID      *string    `bun:"tenant_id"`
@@ -310,10 +311,13 @@ type summaryRow struct {
 	StartedAt     time.Time  `bun:"started_at"`
 	UpdatedAt     time.Time  `bun:"updated_at"`
 	FinishedAt    *time.Time `bun:"finished_at"`
+	// State is read only to confirm an open interrupt.
+	State []byte `bun:"state"`
 }
 
 // ListRuns pages run summaries newest first by (started_at, run_id) (see
-// ports.RunStore). Every filter is SQL; the page reads one row beyond the
+// ports.RunStore). Every filter is SQL (open interrupts are confirmed in
+// Go, see listRows); the page reads one row beyond the
 // limit to learn whether more exist. Run ids compare in byte order
 // (COLLATE "C"), the order of the determinism contract, whatever the
 // database's collation.
@@ -324,47 +328,19 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if !ports.TextID(p.GraphID) || !ports.TextID(p.GraphHash) {
-		// No run has a graph id or hash no text can hold; bun would inline
-		// one as a broken literal or with its invalid bytes replaced.
-		page := &ports.RunPage{Runs: []ports.RunSummary{}}
-		if p.Before != nil {
-			echo := *p.Before
-			page.NextBefore = &echo
-		}
-		return page, nil
-	}
-	q := s.bun.NewSelect().
-		TableExpr(s.stmt.runsTable + " AS r").
-		ColumnExpr("r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.status, r.step, r.checkpoint_seq").
-		ColumnExpr("r.started_at, r.updated_at, r.finished_at")
-	q = whereScope(q, scope)
-	if p.GraphID != "" {
-		q = q.Where("r.graph_id = ?", p.GraphID)
-	}
-	if p.GraphHash != "" {
-		q = q.Where("r.graph_hash = ?", p.GraphHash)
-	}
-	if len(p.Statuses) > 0 {
-		statuses := make([]string, len(p.Statuses))
-		for i, st := range p.Statuses {
-			statuses[i] = string(st)
-		}
-		q = q.Where("r.status IN (?)", bun.List(statuses))
-	}
-	if p.Before != nil {
-		q = olderThan(q, "r.started_at", "r.run_id", p.Before.StartedAt, p.Before.RunID)
-	}
-	q = q.OrderExpr(`r.started_at DESC, r.run_id COLLATE "C" DESC`).Limit(int64(p.Limit + 1))
-
-	var rows []summaryRow
-	if err := q.Scan(ctx, &rows); err != nil {
-		return nil, dbError("list runs", err)
-	}
-	page := &ports.RunPage{Runs: make([]ports.RunSummary, 0, min(len(rows), p.Limit))}
+	page := &ports.RunPage{Runs: []ports.RunSummary{}}
 	if p.Before != nil {
 		echo := *p.Before
 		page.NextBefore = &echo
+	}
+	if !ports.TextID(p.GraphID) || !ports.TextID(p.GraphHash) {
+		// No run has a graph id or hash no text can hold; bun would inline
+		// one as a broken literal or with its invalid bytes replaced.
+		return page, nil
+	}
+	rows, err := s.listRows(ctx, scope, p)
+	if err != nil {
+		return nil, err
 	}
 	if len(rows) > p.Limit {
 		rows, page.HasMore = rows[:p.Limit], true
@@ -388,4 +364,85 @@ func (s *Store) ListRuns(ctx context.Context, scope ports.Scope, p ports.ListRun
 		page.NextBefore = &ports.RunCursor{StartedAt: last.StartedAt, RunID: last.RunID}
 	}
 	return page, nil
+}
+
+// listRows reads up to p.Limit+1 rows of ListRuns (one beyond the page
+// tells whether more exist). With p.OpenInterrupts, SQL keeps the rows
+// whose document bytes hold an open interrupt's status and each kept
+// document is decoded to confirm it (a state value may hold the same
+// bytes), batch after batch until enough are confirmed. The documents are
+// not read as SQL json: a state value may hold a \u0000 that PostgreSQL's
+// json refuses, and a database need not be UTF-8.
+func (s *Store) listRows(ctx context.Context, scope ports.Scope, p ports.ListRunsParams) ([]summaryRow, error) {
+	want := p.Limit + 1
+	before := p.Before
+	var out []summaryRow
+	for {
+		q := s.bun.NewSelect().
+			TableExpr(s.stmt.runsTable + " AS r").
+			ColumnExpr("r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.status, r.step, r.checkpoint_seq").
+			ColumnExpr("r.started_at, r.updated_at, r.finished_at")
+		q = whereScope(q, scope)
+		if p.GraphID != "" {
+			q = q.Where("r.graph_id = ?", p.GraphID)
+		}
+		if p.GraphHash != "" {
+			q = q.Where("r.graph_hash = ?", p.GraphHash)
+		}
+		if len(p.Statuses) > 0 {
+			statuses := make([]string, len(p.Statuses))
+			for i, st := range p.Statuses {
+				statuses[i] = string(st)
+			}
+			q = q.Where("r.status IN (?)", bun.List(statuses))
+		}
+		if p.OpenInterrupts {
+			q = q.ColumnExpr("r.state").Where(mayHaveOpenInterrupt)
+		}
+		if before != nil {
+			q = olderThan(q, "r.started_at", "r.run_id", before.StartedAt, before.RunID)
+		}
+		batch := want - len(out)
+		q = q.OrderExpr(`r.started_at DESC, r.run_id COLLATE "C" DESC`).Limit(int64(batch))
+
+		var rows []summaryRow
+		if err := q.Scan(ctx, &rows); err != nil {
+			return nil, dbError("list runs", err)
+		}
+		if !p.OpenInterrupts {
+			return rows, nil
+		}
+		for _, row := range rows {
+			doc, err := run.Decode(row.State)
+			if err != nil {
+				return nil, &ports.CorruptError{Kind: ports.CorruptRun, ID: row.RunID, Err: err}
+			}
+			if hasOpenInterrupt(doc) {
+				row.State = nil
+				out = append(out, row)
+			}
+		}
+		if len(out) >= want || len(rows) < batch {
+			return out, nil
+		}
+		last := rows[len(rows)-1]
+		before = &ports.RunCursor{StartedAt: ports.Micros(last.StartedAt), RunID: last.RunID}
+	}
+}
+
+// mayHaveOpenInterrupt keeps the rows whose document (the state column)
+// holds the bytes run.Encode writes for an open interrupt's status: every
+// run with an open interrupt, and the rare one whose state values hold the
+// same bytes (listRows decodes to tell them apart). It compares bytes, so
+// no document is parsed in SQL.
+var mayHaveOpenInterrupt = fmt.Sprintf("position(decode('%x', 'hex') IN r.state) > 0", `"status":"open"`)
+
+// hasOpenInterrupt reports whether r holds an open interrupt.
+func hasOpenInterrupt(r *run.Run) bool {
+	for _, in := range r.Interrupts {
+		if in.Status == run.InterruptOpen {
+			return true
+		}
+	}
+	return false
 }

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,7 +49,7 @@ func (a *app) interruptsCommand() *cobra.Command {
 	var limit int
 	list := &cobra.Command{
 		Use:   "list [RUN_ID]",
-		Short: "List open interrupts of a run, or of the newest running and waiting runs",
+		Short: "List open interrupts of a run, or of every running and waiting run",
 		Args:  rangeArgs(0, 1, "at most one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > ports.MaxPageLimit {
@@ -61,7 +58,7 @@ func (a *app) interruptsCommand() *cobra.Command {
 			return a.interruptsList(cmd.Context(), args, limit)
 		},
 	}
-	list.Flags().IntVar(&limit, "limit", 50, "running and waiting runs to look at, of each, newest first (without RUN_ID)")
+	list.Flags().IntVar(&limit, "limit", 50, "runs with open interrupts to list, newest first (without RUN_ID)")
 	return groupCommand("interrupts", "List and resolve interrupts", list, resolve)
 }
 
@@ -150,7 +147,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	defer cleanup()
 	c := a.client(rt)
 	var runs []*run.Run
-	leftOut := false // more unfinished runs than --limit let the list look at
+	leftOut := false // more runs with open interrupts than --limit let the list look at
 	if len(args) == 1 {
 		r, err := c.FetchRun(ctx, args[0])
 		if err != nil {
@@ -159,24 +156,19 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		runs = append(runs, r)
 	} else {
 		// An interrupt is open in a waiting run, and also in a running one
-		// whose other branches are still at work; the store cannot select
-		// runs by their interrupts, so the newest --limit runs of each
-		// status are read. Running runs are listed first: a run that
-		// starts to wait in between is then listed twice, not missed.
-		var summaries []ports.RunSummary
-		for _, status := range []run.Status{run.StatusRunning, run.StatusWaiting} {
-			page, err := c.ListRuns(ctx, ports.ListRunsParams{Limit: limit, Statuses: []run.Status{status}})
-			if err != nil {
-				return err
-			}
-			leftOut = leftOut || page.HasMore
-			summaries = append(summaries, page.Runs...)
-		}
-		slices.SortFunc(summaries, func(x, y ports.RunSummary) int {
-			return cmp.Or(y.StartedAt.Compare(x.StartedAt), strings.Compare(y.RunID, x.RunID)) // newest first, as runs list
+		// whose other branches are still at work: the store selects the
+		// runs of either status whose documents hold one, however many
+		// newer runs hold none.
+		page, err := c.ListRuns(ctx, ports.ListRunsParams{
+			Limit:          limit,
+			Statuses:       []run.Status{run.StatusRunning, run.StatusWaiting},
+			OpenInterrupts: true,
 		})
-		summaries = slices.CompactFunc(summaries, func(x, y ports.RunSummary) bool { return x.RunID == y.RunID })
-		for _, s := range summaries {
+		if err != nil {
+			return err
+		}
+		leftOut = page.HasMore
+		for _, s := range page.Runs {
 			r, err := c.FetchRun(ctx, s.RunID)
 			if errors.Is(err, ports.ErrNotFound) {
 				continue // finished and pruned since the listing
@@ -196,7 +188,7 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 		}
 	}
 	if leftOut {
-		defer a.say("more runs are running or waiting than the %d of each looked at: raise --limit (at most %d)", limit, ports.MaxPageLimit)
+		defer a.say("more runs have open interrupts than the %d looked at: raise --limit (at most %d)", limit, ports.MaxPageLimit)
 	}
 	if a.json {
 		return printJSON(a.io.Out, open)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -179,6 +180,36 @@ func TestInterruptsListShowsOpenInterruptsOfRunningRuns(t *testing.T) {
 	c.okJSON(&resolved, "interrupts", "resolve", r.ID, "question", "--string", "yes")
 	c.okJSON(&open, "interrupts", "list")
 	assert.Empty(t, open, "an answered interrupt is no longer listed")
+}
+
+// TestInterruptsListFindsAnOlderRunBelowManyNewerOnes: the list without a
+// run id shows an older run's open interrupt with the default --limit,
+// however many newer running runs have none.
+func TestInterruptsListFindsAnOlderRunBelowManyNewerOnes(t *testing.T) {
+	t.Parallel()
+	c, e, r := branchInterruptRun(t)
+	ctx := context.Background()
+	g, err := graph.New("acme-busy").
+		State("out", schema.String()).
+		Node("prep", "acme.prep").
+		Edge("edge_start_prep", graph.Start, "prep").
+		Edge("edge_prep_finish", "prep", graph.Finish).
+		Build()
+	require.NoError(t, err)
+	ref, err := e.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	for range 60 { // more than the default --limit of 50, never driven
+		_, err := e.StartRun(ctx, ref, nil)
+		require.NoError(t, err)
+	}
+
+	var open []interruptJSON
+	res := c.ok("interrupts", "list", "--json")
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &open), res.stdout)
+	require.Len(t, open, 1)
+	assert.Equal(t, r.ID, open[0].RunID)
+	assert.Equal(t, "question", open[0].ID)
+	assert.NotContains(t, res.stderr, "raise --limit", "no run with an open interrupt was left out")
 }
 
 // TestInterruptsOfAFinishedRunAreClosed: a finished run takes no answer,
