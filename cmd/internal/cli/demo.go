@@ -340,11 +340,11 @@ func (a *app) demoReport(ctx context.Context, c *engine.Client, b *demoBackend, 
 	}
 	r := res.Runs[chosen].Run
 	report.Timeline = demoTimeline{RunID: r.ID, Checkpoints: timeline(events[r.ID])}
-	report.Overlay = render.OverlayOf(r, events[r.ID])
 	g, err := demo.Graph()
 	if err != nil {
 		return nil, err
 	}
+	report.Overlay = render.OverlayOf(g, r, events[r.ID])
 	report.Diagram = render.Text(g, report.Overlay)
 	return report, nil
 }

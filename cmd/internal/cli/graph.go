@@ -75,7 +75,10 @@ func (a *app) graphCommand() *cobra.Command {
 		Long: "render draws a graph document from a file (- reads stdin) or a stored version. With\n" +
 			"--run the run's state is overlaid: completed, running, retrying, waiting and failed nodes\n" +
 			"are colored and the edges that fired are drawn bold; without a graph argument the run's\n" +
-			"own graph version is drawn.",
+			"own graph version is drawn. Completed nodes come from the run's document, which keeps the\n" +
+			"edges into nodes that fired and the nodes they fired from, and from its retained events:\n" +
+			"once pruning deleted the events, a node whose completion fired only edges to $finish (the\n" +
+			"last one, typically) or no edge at all is no longer marked.",
 		Args: rangeArgs(0, 1, "a graph file or id (or --run)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkHash(renderHash); err != nil {
@@ -429,7 +432,8 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 		}
 	}
 	res := renderJSON{Format: format, Hash: hash}
-	var overlay *render.Overlay
+	var r *run.Run
+	var events []run.Event
 	if !fromFile || runID != "" {
 		rt, cleanup, err := a.openEngine(ctx, engine.Config{})
 		if err != nil {
@@ -437,16 +441,13 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 		}
 		defer cleanup()
 		c := a.client(rt)
-		var r *run.Run
 		if runID != "" {
 			if r, err = c.FetchRun(ctx, runID); err != nil {
 				return about("run", runID, err)
 			}
-			events, err := allEvents(ctx, c, runID)
-			if err != nil {
+			if events, err = allEvents(ctx, c, runID); err != nil {
 				return err
 			}
-			overlay = render.OverlayOf(r, events)
 			res.RunID, res.Status = r.ID, r.Status
 		}
 		if !fromFile {
@@ -461,6 +462,10 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 		}
 	}
 	res.GraphID = g.ID
+	var overlay *render.Overlay
+	if r != nil {
+		overlay = render.OverlayOf(g, r, events)
+	}
 	res.Diagram, _ = render.Render(format, g, overlay)
 	if a.json {
 		return printJSON(a.io.Out, res)

@@ -39,10 +39,32 @@ type Overlay struct {
 	Edges map[string]bool
 }
 
-// OverlayOf derives the overlay of r from its retained events (events
-// pruned by retention simply do not mark anything).
-func OverlayOf(r *run.Run, events []run.Event) *Overlay {
+// OverlayOf derives the overlay of r, a run of g, from its document and
+// its retained events. The document keeps, whatever was pruned, the edges
+// into nodes that fired (their channels' versions) and so the nodes they
+// fired from, and the sources a join has seen: those marks survive event
+// retention. A node whose completion fired no such edge (only edges to
+// $finish, or only edges whose guards failed) is marked completed by its
+// node_completed event alone, so not once that event is pruned.
+func OverlayOf(g *graph.Graph, r *run.Run, events []run.Event) *Overlay {
 	o := &Overlay{RunID: r.ID, Status: r.Status, Nodes: map[string]NodeState{}, Edges: map[string]bool{}}
+	for id, ch := range r.Channels {
+		edgeID, ok := strings.CutPrefix(id, graph.EdgePrefix)
+		if !ok || ch.Version < 1 {
+			continue
+		}
+		o.Edges[edgeID] = true
+		if e := edgeOf(g, edgeID); e != nil {
+			for _, from := range e.From {
+				o.completed(g, from)
+			}
+		}
+	}
+	for _, seen := range r.BarrierSeen {
+		for _, from := range seen {
+			o.completed(g, from)
+		}
+	}
 	for _, e := range events {
 		switch e.Type {
 		case run.EventNodeCompleted:
@@ -75,6 +97,21 @@ func OverlayOf(r *run.Run, events []run.Event) *Overlay {
 		o.Nodes[r.Failure.NodeID] = NodeFailed
 	}
 	return o
+}
+
+// completed marks node id of g completed ($start is no node).
+func (o *Overlay) completed(g *graph.Graph, id string) {
+	if g != nil && g.Nodes[id] != nil {
+		o.Nodes[id] = NodeCompleted
+	}
+}
+
+// edgeOf is edge id of g, or nil.
+func edgeOf(g *graph.Graph, id string) *graph.Edge {
+	if g == nil {
+		return nil
+	}
+	return g.Edges[id]
 }
 
 func (o *Overlay) node(id string) NodeState {

@@ -108,7 +108,7 @@ func waitingRun() (*run.Run, []run.Event) {
 func TestOverlayFollowsTheRun(t *testing.T) {
 	t.Parallel()
 	r, events := waitingRun()
-	o := OverlayOf(r, events)
+	o := OverlayOf(demoGraph(t), r, events)
 	assert.Equal(t, map[string]NodeState{
 		"intake": NodeCompleted, "credit_check": NodeCompleted, "fraud_check": NodeCompleted,
 		"decide": NodeCompleted, "manager_approval": NodeWaiting,
@@ -119,16 +119,36 @@ func TestOverlayFollowsTheRun(t *testing.T) {
 	r.Interrupts = nil
 	r.Failure = &run.Failure{Code: "node_failed", NodeID: "decide"}
 	r.ActiveTasks = map[string]run.TaskState{"t": {NodeID: "summarize", Status: run.TaskRetryScheduled}}
-	o = OverlayOf(r, events)
+	o = OverlayOf(demoGraph(t), r, events)
 	assert.Equal(t, NodeFailed, o.Nodes["decide"], "the failing node wins over its history")
 	assert.Equal(t, NodeRetrying, o.Nodes["summarize"])
+}
+
+// The run document keeps the edges that fired and the sources a join has
+// seen: without any event (all pruned) they still mark the nodes that ran.
+func TestOverlayReadsTheDocumentWithoutEvents(t *testing.T) {
+	t.Parallel()
+	r := &run.Run{ID: "run_1", Status: run.StatusRunning,
+		Channels: map[string]run.Channel{
+			"state:route":      {Value: "auto", Version: 1},
+			"edge:start":       {Version: 1},
+			"edge:to_credit":   {Version: 1},
+			"edge:to_fraud":    {Version: 1},
+			"edge:checks_done": {Version: 0}, // a join that has not fired
+		},
+		BarrierSeen: map[string][]string{"edge:checks_done": {"fraud_check"}},
+		ActiveTasks: map[string]run.TaskState{"t": {NodeID: "credit_check", Status: run.TaskRunning}},
+	}
+	o := OverlayOf(demoGraph(t), r, nil)
+	assert.Equal(t, map[string]NodeState{"intake": NodeCompleted, "fraud_check": NodeCompleted, "credit_check": NodeRunning}, o.Nodes)
+	assert.Equal(t, map[string]bool{"start": true, "to_credit": true, "to_fraud": true}, o.Edges)
 }
 
 func TestOverlayInEveryFormat(t *testing.T) {
 	t.Parallel()
 	g := demoGraph(t)
 	r, events := waitingRun()
-	o := OverlayOf(r, events)
+	o := OverlayOf(demoGraph(t), r, events)
 	m := Mermaid(g, o)
 	assert.Contains(t, m, "%% run run_1: waiting")
 	assert.Contains(t, m, "class n_intake,n_credit__check,n_fraud__check,n_decide completed")
