@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -50,12 +51,73 @@ func TestDocsCoverEveryCommandAndFlag(t *testing.T) {
 			}
 			sub.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
 				assert.Contains(t, text, "`--"+f.Name+"`", "%s documents --%s", sub.CommandPath(), f.Name)
+				if documented, ok := documentedDefault(text, f.Name); ok {
+					assert.True(t, sameDefault(documented, f), "%s --%s: docs/cli.md says the default is %s, the flag's is %q",
+						sub.CommandPath(), f.Name, documented, f.DefValue)
+				}
 			})
 			assert.Contains(t, text, "```sh\n", "%s has an example", sub.CommandPath())
 		}
 	}
 	walk(root)
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if documented, ok := documentedGlobalDefault(doc, f.Name); ok {
+			assert.True(t, sameDefault(documented, f), "global --%s: docs/cli.md says the default is %s, the flag's is %q",
+				f.Name, documented, f.DefValue)
+		}
+	})
 	for _, code := range []string{"| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 130 |"} {
 		assert.Contains(t, doc, code, "exit code table")
 	}
+}
+
+// documentedDefault is the default column of the flag's row in a command's
+// flag table ("| `--name` | default | meaning |").
+func documentedDefault(section, name string) (string, bool) {
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) >= 3 && strings.HasSuffix(cells[0], "`--"+name+"`") {
+			return strings.TrimSpace(cells[1]), true
+		}
+	}
+	return "", false
+}
+
+// documentedGlobalDefault is the default column of a global flag's row
+// ("| `--name` | variables | default | meaning |").
+func documentedGlobalDefault(doc, name string) (string, bool) {
+	for _, line := range strings.Split(doc, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) >= 4 && cells[0] == "| `--"+name+"`" {
+			return strings.TrimSpace(cells[2]), true
+		}
+	}
+	return "", false
+}
+
+// sameDefault reports whether a documented default names the flag's own.
+// A flag without a value of its own (an empty string, zero, false) may be
+// documented in words ("none", "newest", "libpq defaults"); one with a
+// value must be documented as that value, a duration in any spelling Go
+// parses the same.
+func sameDefault(documented string, f *pflag.Flag) bool {
+	if f.DefValue == "" || f.DefValue == "[]" {
+		return true
+	}
+	documented = strings.Trim(documented, "`")
+	if first, _, ok := strings.Cut(documented, " "); ok {
+		documented = strings.Trim(first, "`") // "0 (16 × ...)"
+	}
+	if f.Value.Type() != "duration" {
+		return documented == f.DefValue
+	}
+	want, err := time.ParseDuration(f.DefValue)
+	if err != nil {
+		return false
+	}
+	got, err := time.ParseDuration(documented)
+	if err != nil {
+		return want == 0 // "none"
+	}
+	return got == want
 }
