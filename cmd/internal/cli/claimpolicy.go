@@ -19,6 +19,9 @@ func (a *app) claimPolicy() (engine.ClaimPolicy, error) {
 		}
 		return engine.ClaimPolicyLegacy, nil
 	case claimPolicyLegacy:
+		if a.tenant != "" {
+			return "", usagef("--tenant selects tenant-required mode, which claims only with --claim-policy %s, not %s", claimPolicyTenantFair, claimPolicyLegacy)
+		}
 		return engine.ClaimPolicyLegacy, nil
 	case claimPolicyTenantFair:
 		return engine.ClaimPolicyTenantFair, nil

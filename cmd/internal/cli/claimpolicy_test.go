@@ -35,6 +35,16 @@ func TestOnlyWorkersSetTheSchemasClaimPolicy(t *testing.T) {
 	assert.Equal(t, "legacy", mode(), "the last worker started sets the policy")
 }
 
+// A worker with --tenant claims only tenant-fair: asking it for legacy is
+// a usage error that names the flag value to use instead.
+func TestATenantWorkerRefusesTheLegacyPolicyByItsFlagName(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	res := c.fails(ExitUsage, "worker", "--tenant", "acme", "--claim-policy", "legacy", "--for", "10ms")
+	assert.Contains(t, res.stderr, "--claim-policy tenant-fair")
+	assert.NotContains(t, res.stderr, "tenant_fair", "the engine's spelling is not a value of the flag")
+}
+
 func TestATenantFairWorkerDrivesTenantRuns(t *testing.T) {
 	t.Parallel()
 	c, _, _ := onDatabase(t)
