@@ -286,6 +286,15 @@ func TestWorkerEngineLimitsAreFlags(t *testing.T) {
 	c.fails(ExitUsage, "worker", "--orphan-ttl", "0s", "--for", "10ms")
 	c.fails(ExitUsage, "worker", "--max-claim-abandons", "0", "--for", "10ms")
 
+	for _, bad := range [][]string{
+		{"--concurrency", "2000000", "--concurrency must be at most"},
+		{"--poll-interval", "1us", "--poll-interval must be at least 1ms"},
+	} {
+		res := c.fails(ExitUsage, "worker", bad[0], bad[1], "--for", "10ms")
+		assert.Contains(t, res.stderr, bad[2])
+		assert.NotContains(t, res.stderr, "Dispatcher.", "no Go field names")
+	}
+
 	c.ok("graph", "publish", "--example")
 	c.ok("worker", "--max-attempt-elapsed", "2m", "--drain-max-elapsed", "2m", "--orphan-ttl", "5m",
 		"--max-claim-attempts", "3", "--max-claim-abandons", "2", "--for", "10ms")
