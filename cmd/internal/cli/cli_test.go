@@ -746,6 +746,19 @@ func TestDemoMemoryFlagWinsOverAConfiguredDatabase(t *testing.T) {
 	assert.Contains(t, res.stdout, "3 runs finished")
 }
 
+// The demo's --poll-interval is checked as the flag, before any store is
+// opened, and its error names the flag rather than the engine's field.
+func TestDemoPollIntervalOutOfRangeNamesTheFlag(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	for _, v := range []string{"1us", "-1s"} {
+		res := c.fails(ExitUsage, "demo", "--memory", "--runs", "1", "--poll-interval", v)
+		assert.Contains(t, res.stderr, "--poll-interval must be at least 1ms", v)
+		assert.NotContains(t, res.stderr, "Dispatcher.", "no Go field names")
+		assert.Empty(t, res.stdout, "nothing ran")
+	}
+}
+
 func TestProgressBarsOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, nil)

@@ -59,6 +59,9 @@ func (a *app) demoCommand() *cobra.Command {
 			if o.timeout <= 0 {
 				return usagef("--timeout must be positive")
 			}
+			if o.pollTick < time.Millisecond {
+				return usagef("--poll-interval must be at least 1ms")
+			}
 			return a.demo(cmd.Context(), o)
 		},
 	}
