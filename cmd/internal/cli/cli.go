@@ -158,7 +158,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL connection string (also DATABASE_URL, or the PG* variables)")
-	pf.StringVar(&a.schema, "schema", "", "Docket schema (default: where the search_path finds docket_runs; public for migrate)")
+	pf.StringVar(&a.schema, "schema", "", "Docket schema (default: where the search_path finds docket_runs; migrate: else public)")
 	pf.StringVar(&a.tenant, "tenant", "", "act as this tenant (tenant-required mode); runs of other tenants are not found")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON instead of tables")
 	pf.BoolVar(&a.noProgress, "no-progress", false, "never draw progress bars (they are drawn only on a terminal)")

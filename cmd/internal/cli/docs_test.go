@@ -71,13 +71,14 @@ func TestDocsCoverEveryCommandAndFlag(t *testing.T) {
 	}
 }
 
-// Without --schema only migrate falls back to public; every other command
-// needs docket_runs on the search_path, and the flag's help says so.
+// Without --schema only migrate falls back to public (when the search_path
+// finds no docket_runs); every other command needs docket_runs on the
+// search_path, and the flag's help says so.
 func TestSchemaFlagHelpSaysPublicIsMigratesDefaultOnly(t *testing.T) {
 	t.Parallel()
 	usage := (&app{}).rootCommand().PersistentFlags().Lookup("schema").Usage
-	assert.Contains(t, usage, "public for migrate")
-	assert.NotContains(t, usage, "else public")
+	assert.Contains(t, usage, "migrate: else public")
+	assert.NotContains(t, usage, ", else public")
 }
 
 // documentedDefault is the default column of the flag's row in a command's
