@@ -138,6 +138,28 @@ func TestEncodingAllocatesTheSameAtAnyDepth(t *testing.T) {
 	assert.LessOrEqual(t, deep, early+4, "%.0f allocations at 10 answered interrupts, %.0f at 500", early, deep)
 }
 
+// Decoding the document at every claim costs a few allocations per
+// answered interrupt it carries: its ID and its schema and metadata maps
+// (two allocations each, and a boxed number), not a map and a string per
+// field of the interrupt.
+func TestDecodingAllocatesLittlePerAnsweredInterrupt(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	allocs := func(steps int) float64 {
+		doc, err := run.Encode(longSession(steps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(10, func() {
+			if _, err := run.Decode(doc); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	early, deep := allocs(1000), allocs(5000) // 100 and 500 answered interrupts
+	perInterrupt := (deep - early) / 400
+	assert.LessOrEqual(t, perInterrupt, 7.0, "%.0f allocations at 100 answered interrupts, %.0f at 500", early, deep)
+}
+
 // allocatedBytes is how many bytes f allocates a call, on average over n
 // calls.
 func allocatedBytes(n int, f func()) uint64 {

@@ -496,15 +496,26 @@ func compareFirstUnit(a, b rune) int {
 
 // Decode parses bytes written by Encode and validates the run. Errors wrap
 // ErrCorruptRun; a run that breaks an invariant also matches ErrInvalidRun.
+//
+// The document is read in place: its records become the run's structs
+// directly, and only its portable values (inputs, state, metadata,
+// schemas) are built as maps. A run is decoded at every claim, and a long
+// session's answered interrupts, kept for its life, would otherwise cost
+// a map and a boxed string per field each.
 func Decode(b []byte) (*Run, error) {
-	doc, err := value.DecodeJSONEnvelope(b, documentWords, documentLevels)
+	d := &reader{}
+	d.s.Reset(b, documentWords, documentLevels)
+	defer d.s.Release()
+	r := d.run()
+	err := d.s.Err()
+	if err == nil {
+		err = d.err
+	}
+	if err == nil {
+		err = d.s.End()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
-	}
-	d := &reader{}
-	r := d.run(doc)
-	if d.err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, d.err)
 	}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
@@ -512,9 +523,17 @@ func Decode(b []byte) (*Run, error) {
 	return r, nil
 }
 
-// reader turns the decoded JSON tree back into a run. The first shape
-// error wins; later reads return zero values.
-type reader struct{ err error }
+// reader reads a run document into a run. The first error wins (a shape
+// error in err, a syntax error in the scanner's); reading stops there.
+type reader struct {
+	s   value.Scanner
+	err error
+	// level counts the document's containers around the next value, for
+	// the depth of the portable values read there.
+	level int
+}
+
+func (d *reader) ok() bool { return d.err == nil && d.s.Err() == nil }
 
 func (d *reader) failf(path, format string, args ...any) {
 	if d.err == nil {
@@ -522,12 +541,13 @@ func (d *reader) failf(path, format string, args ...any) {
 	}
 }
 
-// record is one JSON object of the document whose keys must be exactly
-// those of its layout.
-type record struct {
-	d    *reader
-	m    map[string]any
-	path docPath
+// mismatch reports that the value at path is not what was wanted, naming
+// what it is (read for that; a syntax error in it is reported instead).
+func (d *reader) mismatch(path, want string) {
+	v := d.s.Value(d.level)
+	if d.s.Err() == nil {
+		d.failf(path, "%s, got %s", want, kindOf(v))
+	}
 }
 
 // docPath is where a value sits in the document, for an error to name. It
@@ -558,218 +578,326 @@ func (p docPath) String() string {
 	return p.base
 }
 
-// object checks that v is an object with exactly the given keys.
-func (d *reader) object(v any, path docPath, keys ...string) (record, bool) {
-	return d.objectWithOptional(v, path, keys, nil)
+// at is the path of the record key k at p.
+func (p docPath) at(k string) string {
+	if path := p.String(); path != "" {
+		return path + "." + k
+	}
+	return k
 }
 
-// objectWithOptional is object for a record whose optional keys may be
-// left out (read as null); any other key is unknown.
-func (d *reader) objectWithOptional(v any, path docPath, keys, optional []string) (record, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.failf(path.String(), "want an object, got %s", kindOf(v))
-		return record{}, false
+// layout is the keys of a record of the document, sorted as Encode
+// writes them.
+type layout struct {
+	keys     []string
+	optional uint32 // bit i set: keys[i] may be left out (read as null)
+}
+
+func newLayout(keys []string, optional ...string) *layout {
+	if len(keys) > 32 || !slices.IsSorted(keys) {
+		panic("run: a record layout holds at most 32 sorted keys")
 	}
-	for _, k := range keys {
-		if _, ok := m[k]; !ok {
-			d.failf(path.String(), "missing key %q", k)
-			return record{}, false
-		}
-	}
-	present := len(keys)
+	l := &layout{keys: keys}
 	for _, k := range optional {
-		if _, ok := m[k]; ok {
-			present++
+		l.optional |= 1 << slices.Index(keys, k)
+	}
+	return l
+}
+
+// index finds k among the layout's keys, trying guess first: Encode
+// writes them in order.
+func (l *layout) index(k []byte, guess int) int {
+	if guess < len(l.keys) && l.keys[guess] == string(k) {
+		return guess
+	}
+	for i, key := range l.keys {
+		if key == string(k) {
+			return i
 		}
 	}
-	if len(m) != present {
-		for _, k := range value.SortedKeys(m) {
-			if !slices.Contains(keys, k) && !slices.Contains(optional, k) {
-				d.failf(path.String(), "unknown key %q", k)
-				break
+	return -1
+}
+
+// fields reads the record at p, whose keys must be exactly l's (optional
+// ones may be left out), calling field with each key when its value is
+// next. It reports whether the whole record was read.
+func (d *reader) fields(p docPath, l *layout, field func(key string)) bool {
+	if !d.s.Object() {
+		d.mismatch(p.String(), "want an object")
+		return false
+	}
+	d.level++
+	var seen uint32
+	var unknown string // the first unknown key in sorted order
+	hasUnknown, next := false, 0
+	for d.ok() {
+		k, more := d.s.Key()
+		if !more {
+			break
+		}
+		i := l.index(k, next)
+		if i < 0 {
+			if !hasUnknown || string(k) < unknown {
+				unknown, hasUnknown = string(k), true
 			}
+			d.s.Value(d.level)
+			continue
 		}
-		return record{}, false
+		if seen&(1<<i) != 0 {
+			d.failf(p.String(), "duplicate key %q", l.keys[i])
+			break
+		}
+		seen |= 1 << i
+		next = i + 1
+		field(l.keys[i])
 	}
-	return record{d: d, m: m, path: path}, true
+	d.level--
+	if !d.ok() {
+		return false
+	}
+	for i, k := range l.keys {
+		if seen&(1<<i) == 0 && l.optional&(1<<i) == 0 {
+			d.failf(p.String(), "missing key %q", k)
+			return false
+		}
+	}
+	if hasUnknown {
+		d.failf(p.String(), "unknown key %q", unknown)
+		return false
+	}
+	return true
 }
 
-func (o record) at(k string) string {
-	path := o.path.String()
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
-func (o record) str(k string) string {
-	s, ok := o.m[k].(string)
+func (d *reader) str(p docPath, k string) string {
+	s, ok := d.s.String()
 	if !ok {
-		o.d.failf(o.at(k), "want a string, got %s", kindOf(o.m[k]))
+		d.mismatch(p.at(k), "want a string")
 	}
 	return s
 }
 
-func (o record) optStr(k string) string {
-	if o.m[k] == nil {
+func (d *reader) optStr(p docPath, k string) string {
+	if d.s.Null() {
 		return ""
 	}
-	return o.str(k)
+	return d.str(p, k)
 }
 
-func (o record) int64(k string) int64 {
-	n, ok := o.m[k].(int64)
+// name reads a string that names a node or a channel, reusing the string
+// of a name read recently.
+func (d *reader) name(p docPath, k string) string {
+	b, ok := d.s.Text()
 	if !ok {
-		o.d.failf(o.at(k), "want an integer, got %s", kindOf(o.m[k]))
+		d.mismatch(p.at(k), "want a string")
+		return ""
+	}
+	return d.s.Intern(b)
+}
+
+// key reads a string that should equal the key of the entry at p (a
+// record's own ID), reusing the key's string when it does.
+func (d *reader) key(p docPath, k string) string {
+	b, ok := d.s.Text()
+	if !ok {
+		d.mismatch(p.at(k), "want a string")
+		return ""
+	}
+	if string(b) == p.entry {
+		return p.entry
+	}
+	return string(b)
+}
+
+func (d *reader) int64(p docPath, k string) int64 {
+	n, ok := d.s.Int()
+	if !ok {
+		d.mismatch(p.at(k), "want an integer")
 	}
 	return n
 }
 
-func (o record) int(k string) int {
-	n := o.int64(k)
+func (d *reader) int(p docPath, k string) int {
+	n := d.int64(p, k)
 	if int64(int(n)) != n {
-		o.d.failf(o.at(k), "integer %d overflows int", n)
+		d.failf(p.at(k), "integer %d overflows int", n)
 	}
 	return int(n)
 }
 
-func (o record) time(k string) time.Time {
-	v := o.m[k]
-	if v == nil {
+func (d *reader) time(p docPath, k string) time.Time {
+	if d.s.Null() {
 		return time.Time{}
 	}
-	s, ok := v.(string)
+	b, ok := d.s.Text()
 	if !ok {
-		o.d.failf(o.at(k), "want a timestamp string, got %s", kindOf(v))
+		d.mismatch(p.at(k), "want a timestamp string")
 		return time.Time{}
 	}
-	t, err := parseTimestamp(s)
+	t, err := parseTimestamp(b)
 	if err != nil || t.IsZero() {
-		o.d.failf(o.at(k), "invalid timestamp %q", s)
+		d.failf(p.at(k), "invalid timestamp %q", b)
 		return time.Time{}
 	}
 	return t
 }
 
 // portableMap reads a map of portable values, null meaning nil.
-func (o record) portableMap(k string) map[string]any {
-	v := o.m[k]
-	if v == nil {
+func (d *reader) portableMap(p docPath, k string) map[string]any {
+	if d.s.Null() {
 		return nil
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		o.d.failf(o.at(k), "want an object or null, got %s", kindOf(v))
+	if d.s.Peek() != '{' {
+		d.mismatch(p.at(k), "want an object or null")
+		return nil
 	}
+	m, _ := d.s.Value(d.level).(map[string]any)
 	return m
 }
 
-func (o record) strings(k string) []string {
-	v := o.m[k]
-	if v == nil {
+// strings reads a list of names, null meaning nil.
+func (d *reader) strings(p docPath, k string) []string {
+	if d.s.Null() {
 		return nil
 	}
-	list, ok := v.([]any)
-	if !ok {
-		o.d.failf(o.at(k), "want a list of strings or null, got %s", kindOf(v))
+	n := d.s.Len()
+	if !d.s.Array() {
+		d.mismatch(p.at(k), "want a list of strings or null")
 		return nil
 	}
-	out := make([]string, len(list))
-	for i, e := range list {
-		s, ok := e.(string)
+	out := make([]string, 0, n)
+	d.level++
+	defer func() { d.level-- }()
+	for d.s.Element() {
+		b, ok := d.s.Text()
 		if !ok {
-			o.d.failf(fmt.Sprintf("%s[%d]", o.at(k), i), "want a string, got %s", kindOf(e))
+			d.mismatch(fmt.Sprintf("%s[%d]", p.at(k), len(out)), "want a string")
 			return nil
 		}
-		out[i] = s
+		out = append(out, d.s.Intern(b))
 	}
 	return out
 }
 
 // each reads an object of records keyed by ID, null meaning nil.
-func each[V any](o record, k string, read func(v any, path docPath) V) map[string]V {
-	v := o.m[k]
-	if v == nil {
+func each[V any](d *reader, p docPath, k string, read func(path docPath) V) map[string]V {
+	if d.s.Null() {
 		return nil
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		o.d.failf(o.at(k), "want an object or null, got %s", kindOf(v))
+	n := d.s.Len()
+	if !d.s.Object() {
+		d.mismatch(p.at(k), "want an object or null")
 		return nil
 	}
-	out := make(map[string]V, len(m))
-	base := o.at(k) // no allocation for the run's own keys
-	for id, e := range m {
-		out[id] = read(e, docPath{base: base, entry: id, kind: entryPath})
+	out := make(map[string]V, n)
+	base := p.at(k) // no allocation for the run's own keys
+	d.level++
+	defer func() { d.level-- }()
+	for d.ok() {
+		key, more := d.s.Key()
+		if !more {
+			break
+		}
+		id := string(key)
+		before := len(out)
+		out[id] = read(docPath{base: base, entry: id, kind: entryPath})
+		if len(out) == before {
+			d.failf(base, "duplicate key %q", id)
+		}
 	}
 	return out
 }
 
 // list reads a list of records, null meaning nil.
-func list[V any](o record, k string, read func(v any, path docPath) V) []V {
-	v := o.m[k]
-	if v == nil {
+func list[V any](d *reader, p docPath, k string, read func(path docPath) V) []V {
+	if d.s.Null() {
 		return nil
 	}
-	l, ok := v.([]any)
-	if !ok {
-		o.d.failf(o.at(k), "want a list or null, got %s", kindOf(v))
+	n := d.s.Len()
+	if !d.s.Array() {
+		d.mismatch(p.at(k), "want a list or null")
 		return nil
 	}
-	out := make([]V, len(l))
-	base := o.at(k)
-	for i, e := range l {
-		out[i] = read(e, docPath{base: base, index: i, kind: indexPath})
+	out := make([]V, 0, n)
+	base := p.at(k)
+	d.level++
+	defer func() { d.level-- }()
+	for d.ok() && d.s.Element() {
+		out = append(out, read(docPath{base: base, index: len(out), kind: indexPath}))
 	}
 	return out
 }
 
-func (d *reader) run(doc any) *Run {
-	o, ok := d.object(doc, docPath{}, "active_tasks", "changed_channels", "channels", "checkpoint_seq",
-		"event_seq", "failure", "finished_at", "format_version", "graph_hash", "graph_id", "id",
-		"input", "interrupts", "metadata", "output", "pending_nodes", "pending_writes",
-		"started_at", "status", "step", "timers", "updated_at")
+var runLayout = newLayout([]string{"active_tasks", "changed_channels", "channels", "checkpoint_seq",
+	"event_seq", "failure", "finished_at", "format_version", "graph_hash", "graph_id", "id",
+	"input", "interrupts", "metadata", "output", "pending_nodes", "pending_writes",
+	"started_at", "status", "step", "timers", "updated_at"})
+
+func (d *reader) run() *Run {
+	r := &Run{}
+	var p docPath // the document itself
+	ok := d.fields(p, runLayout, func(k string) {
+		switch k {
+		case "active_tasks":
+			r.ActiveTasks = each(d, p, k, d.task)
+		case "changed_channels":
+			r.ChangedChannels = d.strings(p, k)
+		case "channels":
+			r.Channels, r.BarrierSeen = d.channels(p, k)
+		case "checkpoint_seq":
+			r.CheckpointSeq = d.int64(p, k)
+		case "event_seq":
+			r.EventSeq = d.int64(p, k)
+		case "failure":
+			if !d.s.Null() {
+				r.Failure = d.failure(docPath{base: k})
+			}
+		case "finished_at":
+			r.FinishedAt = d.time(p, k)
+		case "format_version":
+			if v := d.int64(p, k); d.ok() && v != formatVersion {
+				d.failf(k, "unsupported format version %d", v)
+			}
+		case "graph_hash":
+			r.GraphHash = d.str(p, k)
+		case "graph_id":
+			r.GraphID = d.str(p, k)
+		case "id":
+			r.ID = d.str(p, k)
+		case "input":
+			r.Input = d.portableMap(p, k)
+		case "interrupts":
+			r.Interrupts = each(d, p, k, d.interrupt)
+		case "metadata":
+			r.Metadata = d.portableMap(p, k)
+		case "output":
+			r.Output = d.portableMap(p, k)
+		case "pending_nodes":
+			r.PendingNodes = d.strings(p, k)
+		case "pending_writes":
+			r.PendingWrites = list(d, p, k, d.pendingWrite)
+		case "started_at":
+			r.StartedAt = d.time(p, k)
+		case "status":
+			r.Status = Status(d.str(p, k))
+		case "step":
+			r.Step = d.int(p, k)
+		case "timers":
+			r.Timers = each(d, p, k, d.timer)
+		case "updated_at":
+			r.UpdatedAt = d.time(p, k)
+		}
+	})
 	if !ok {
 		return nil
-	}
-	if v := o.int64("format_version"); d.err == nil && v != formatVersion {
-		d.failf("format_version", "unsupported format version %d", v)
-		return nil
-	}
-	r := &Run{
-		ID:              o.str("id"),
-		GraphID:         o.str("graph_id"),
-		GraphHash:       o.str("graph_hash"),
-		Status:          Status(o.str("status")),
-		Input:           o.portableMap("input"),
-		Output:          o.portableMap("output"),
-		StartedAt:       o.time("started_at"),
-		UpdatedAt:       o.time("updated_at"),
-		FinishedAt:      o.time("finished_at"),
-		Step:            o.int("step"),
-		ChangedChannels: o.strings("changed_channels"),
-		PendingNodes:    o.strings("pending_nodes"),
-		ActiveTasks:     each(o, "active_tasks", d.task),
-		PendingWrites:   list(o, "pending_writes", d.pendingWrite),
-		Interrupts:      each(o, "interrupts", d.interrupt),
-		Timers:          each(o, "timers", d.timer),
-		CheckpointSeq:   o.int64("checkpoint_seq"),
-		EventSeq:        o.int64("event_seq"),
-		Metadata:        o.portableMap("metadata"),
-	}
-	r.Channels, r.BarrierSeen = d.channels(o)
-	if f := o.m["failure"]; f != nil {
-		r.Failure = d.failure(f, docPath{base: "failure"})
 	}
 	return r
 }
 
 // channels reads the run's channels, taking their barrier sets apart.
-func (d *reader) channels(o record) (map[string]Channel, map[string][]string) {
+func (d *reader) channels(p docPath, k string) (map[string]Channel, map[string][]string) {
 	var barrierSeen map[string][]string
-	channels := each(o, "channels", func(v any, path docPath) Channel {
-		c, seen := d.channel(v, path)
+	channels := each(d, p, k, func(path docPath) Channel {
+		c, seen := d.channel(path)
 		if seen != nil {
 			if barrierSeen == nil {
 				barrierSeen = make(map[string][]string)
@@ -783,94 +911,159 @@ func (d *reader) channels(o record) (map[string]Channel, map[string][]string) {
 
 // A channel's barrier set and value may be left out (channel writes them
 // only when set; earlier documents write them as null).
-var channelKeys, channelOptionalKeys = []string{"version"}, []string{"barrier_seen", "value"}
+var channelLayout = newLayout([]string{"barrier_seen", "value", "version"}, "barrier_seen", "value")
 
-func (d *reader) channel(v any, path docPath) (c Channel, barrierSeen []string) {
-	o, ok := d.objectWithOptional(v, path, channelKeys, channelOptionalKeys)
-	if !ok {
-		return Channel{}, nil
-	}
-	return Channel{Value: o.m["value"], Version: o.int64("version")}, o.strings("barrier_seen")
+func (d *reader) channel(p docPath) (c Channel, barrierSeen []string) {
+	d.fields(p, channelLayout, func(k string) {
+		switch k {
+		case "barrier_seen":
+			barrierSeen = d.strings(p, k)
+		case "value":
+			c.Value = d.s.Value(d.level)
+		case "version":
+			c.Version = d.int64(p, k)
+		}
+	})
+	return c, barrierSeen
 }
 
-func (d *reader) failure(v any, path docPath) *Failure {
-	o, ok := d.object(v, path, "code", "details", "message", "node_id")
-	if !ok {
-		return nil
-	}
-	return &Failure{Code: o.str("code"), Message: o.str("message"), NodeID: o.optStr("node_id"), Details: o.portableMap("details")}
+var failureLayout = newLayout([]string{"code", "details", "message", "node_id"})
+
+func (d *reader) failure(p docPath) *Failure {
+	f := &Failure{}
+	d.fields(p, failureLayout, func(k string) {
+		switch k {
+		case "code":
+			f.Code = d.str(p, k)
+		case "details":
+			f.Details = d.portableMap(p, k)
+		case "message":
+			f.Message = d.str(p, k)
+		case "node_id":
+			f.NodeID = d.optStr(p, k)
+		}
+	})
+	return f
 }
 
-func (d *reader) task(v any, path docPath) TaskState {
-	o, ok := d.object(v, path, "attempt", "deadline_at", "failures", "idempotency_key", "input_hash",
-		"metadata", "node_id", "snapshot", "source_versions", "started_at", "status", "step", "task_id")
-	if !ok {
-		return TaskState{}
-	}
-	return TaskState{
-		TaskID:         o.str("task_id"),
-		NodeID:         o.str("node_id"),
-		Step:           o.int("step"),
-		Attempt:        o.int("attempt"),
-		Status:         o.str("status"),
-		InputHash:      o.str("input_hash"),
-		IdempotencyKey: o.str("idempotency_key"),
-		Snapshot:       o.portableMap("snapshot"),
-		SourceVersions: each(o, "source_versions", d.version),
-		StartedAt:      o.time("started_at"),
-		DeadlineAt:     o.time("deadline_at"),
-		Failures:       list(o, "failures", d.attemptFailure),
-		Metadata:       o.portableMap("metadata"),
-	}
+var taskLayout = newLayout([]string{"attempt", "deadline_at", "failures", "idempotency_key", "input_hash",
+	"metadata", "node_id", "snapshot", "source_versions", "started_at", "status", "step", "task_id"})
+
+func (d *reader) task(p docPath) (t TaskState) {
+	d.fields(p, taskLayout, func(k string) {
+		switch k {
+		case "attempt":
+			t.Attempt = d.int(p, k)
+		case "deadline_at":
+			t.DeadlineAt = d.time(p, k)
+		case "failures":
+			t.Failures = list(d, p, k, d.attemptFailure)
+		case "idempotency_key":
+			t.IdempotencyKey = d.str(p, k)
+		case "input_hash":
+			t.InputHash = d.str(p, k)
+		case "metadata":
+			t.Metadata = d.portableMap(p, k)
+		case "node_id":
+			t.NodeID = d.name(p, k)
+		case "snapshot":
+			t.Snapshot = d.portableMap(p, k)
+		case "source_versions":
+			t.SourceVersions = each(d, p, k, d.version)
+		case "started_at":
+			t.StartedAt = d.time(p, k)
+		case "status":
+			t.Status = d.str(p, k)
+		case "step":
+			t.Step = d.int(p, k)
+		case "task_id":
+			t.TaskID = d.key(p, k)
+		}
+	})
+	return t
 }
 
-func (d *reader) version(v any, path docPath) int64 {
-	n, ok := v.(int64)
+func (d *reader) version(p docPath) int64 {
+	n, ok := d.s.Int()
 	if !ok {
-		d.failf(path.String(), "want an integer, got %s", kindOf(v))
+		d.mismatch(p.String(), "want an integer")
 	}
 	return n
 }
 
-func (d *reader) attemptFailure(v any, path docPath) AttemptFailure {
-	o, ok := d.object(v, path, "attempt", "reason")
-	if !ok {
-		return AttemptFailure{}
-	}
-	return AttemptFailure{Attempt: o.int("attempt"), Reason: o.str("reason")}
+var attemptFailureLayout = newLayout([]string{"attempt", "reason"})
+
+func (d *reader) attemptFailure(p docPath) (f AttemptFailure) {
+	d.fields(p, attemptFailureLayout, func(k string) {
+		switch k {
+		case "attempt":
+			f.Attempt = d.int(p, k)
+		case "reason":
+			f.Reason = d.str(p, k)
+		}
+	})
+	return f
 }
 
-func (d *reader) pendingWrite(v any, path docPath) PendingWrite {
-	o, ok := d.object(v, path, "attempt", "kind", "node_id", "task_id", "value")
-	if !ok {
-		return PendingWrite{}
-	}
-	return PendingWrite{TaskID: o.str("task_id"), NodeID: o.str("node_id"), Attempt: o.int("attempt"), Kind: o.str("kind"), Value: o.m["value"]}
+var pendingWriteLayout = newLayout([]string{"attempt", "kind", "node_id", "task_id", "value"})
+
+func (d *reader) pendingWrite(p docPath) (w PendingWrite) {
+	d.fields(p, pendingWriteLayout, func(k string) {
+		switch k {
+		case "attempt":
+			w.Attempt = d.int(p, k)
+		case "kind":
+			w.Kind = d.str(p, k)
+		case "node_id":
+			w.NodeID = d.name(p, k)
+		case "task_id":
+			w.TaskID = d.str(p, k)
+		case "value":
+			w.Value = d.s.Value(d.level)
+		}
+	})
+	return w
 }
 
-func (d *reader) interrupt(v any, path docPath) Interrupt {
-	o, ok := d.object(v, path, "created_at", "id", "metadata", "node_id", "resolved_at", "resume_channel", "schema", "status")
-	if !ok {
-		return Interrupt{}
-	}
-	return Interrupt{
-		ID:            o.str("id"),
-		NodeID:        o.str("node_id"),
-		Status:        o.str("status"),
-		ResumeChannel: o.str("resume_channel"),
-		Schema:        o.portableMap("schema"),
-		CreatedAt:     o.time("created_at"),
-		ResolvedAt:    o.time("resolved_at"),
-		Metadata:      o.portableMap("metadata"),
-	}
+var interruptLayout = newLayout([]string{"created_at", "id", "metadata", "node_id", "resolved_at",
+	"resume_channel", "schema", "status"})
+
+func (d *reader) interrupt(p docPath) (in Interrupt) {
+	d.fields(p, interruptLayout, func(k string) {
+		switch k {
+		case "created_at":
+			in.CreatedAt = d.time(p, k)
+		case "id":
+			in.ID = d.key(p, k)
+		case "metadata":
+			in.Metadata = d.portableMap(p, k)
+		case "node_id":
+			in.NodeID = d.name(p, k)
+		case "resolved_at":
+			in.ResolvedAt = d.time(p, k)
+		case "resume_channel":
+			in.ResumeChannel = d.name(p, k)
+		case "schema":
+			in.Schema = d.portableMap(p, k)
+		case "status":
+			in.Status = d.str(p, k)
+		}
+	})
+	return in
 }
 
-func (d *reader) timer(v any, path docPath) Timer {
-	o, ok := d.object(v, path, "fires_at", "kind")
-	if !ok {
-		return Timer{}
-	}
-	return Timer{Kind: o.str("kind"), FiresAt: o.time("fires_at")}
+var timerLayout = newLayout([]string{"fires_at", "kind"})
+
+func (d *reader) timer(p docPath) (t Timer) {
+	d.fields(p, timerLayout, func(k string) {
+		switch k {
+		case "fires_at":
+			t.FiresAt = d.time(p, k)
+		case "kind":
+			t.Kind = d.str(p, k)
+		}
+	})
+	return t
 }
 
 func kindOf(v any) string {

@@ -48,13 +48,14 @@ func appendDigits(b []byte, v, n int) []byte {
 	return b
 }
 
-// parseTimestamp parses s in timeLayout, as time.Parse(timeLayout, s)
+// parseTimestamp parses s in timeLayout, as time.Parse(timeLayout, string(s))
 // does, and takes time.Parse's path (and error) for anything that is not a
 // well-formed timestamp of exactly that shape.
-func parseTimestamp(s string) (time.Time, error) {
+// It reads the text of a document in place (as bytes) without allocating.
+func parseTimestamp[T string | []byte](s T) (time.Time, error) {
 	if len(s) != timestampLen || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
 		s[13] != ':' || s[16] != ':' || s[19] != '.' || s[26] != 'Z' {
-		return time.Parse(timeLayout, s)
+		return time.Parse(timeLayout, string(s))
 	}
 	year, ok1 := digits(s[0:4])
 	month, ok2 := digits(s[5:7])
@@ -65,18 +66,18 @@ func parseTimestamp(s string) (time.Time, error) {
 	micros, ok7 := digits(s[20:26])
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) ||
 		month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59 {
-		return time.Parse(timeLayout, s)
+		return time.Parse(timeLayout, string(s))
 	}
 	t := time.Date(year, time.Month(month), day, hour, minute, second, micros*1000, time.UTC)
 	if t.Day() != day {
 		// time.Date normalised a day the month does not have.
-		return time.Parse(timeLayout, s)
+		return time.Parse(timeLayout, string(s))
 	}
 	return t, nil
 }
 
 // digits reads s as an unsigned decimal number.
-func digits(s string) (int, bool) {
+func digits[T string | []byte](s T) (int, bool) {
 	v := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]

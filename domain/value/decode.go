@@ -83,7 +83,10 @@ type parser struct {
 	i     int
 	err   error
 	words map[string]string // strings returned without allocating
-	buf   []byte            // scratch for strings with escapes
+	// recent, when set, holds the short strings read so far, so one
+	// read again (a key every record repeats) allocates nothing.
+	recent *recentStrings
+	buf    []byte // scratch for strings with escapes
 	// members holds the members of the objects being parsed, innermost
 	// last.
 	members []member
@@ -124,6 +127,9 @@ func (p *parser) value(depth int) any {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
+		if p.recent != nil {
+			return p.recentValue()
+		}
 		return p.string()
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
@@ -271,6 +277,67 @@ func (p *parser) word(b []byte) (string, bool) {
 
 // string reads a string starting at its opening quote.
 func (p *parser) string() string {
+	b := p.stringBytes()
+	if p.err != nil {
+		return ""
+	}
+	return p.text(b)
+}
+
+// text returns b as a string: a word's or a recent string's copy when it
+// is one, else a new string.
+func (p *parser) text(b []byte) string {
+	if word, ok := p.word(b); ok {
+		return word
+	}
+	if p.recent == nil || len(b) > maxWord {
+		return string(b)
+	}
+	slot := &p.recent.keys[recentSlot(b)]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
+}
+
+// recentValue reads a string value starting at its opening quote, as a
+// portable value: a short one read before is returned in the same box.
+func (p *parser) recentValue() any {
+	b := p.stringBytes()
+	if p.err != nil || len(b) > maxWord {
+		return p.text(b)
+	}
+	slot := &p.recent.values[recentSlot(b)]
+	if s, ok := (*slot).(string); ok && s == string(b) {
+		return *slot
+	}
+	*slot = p.text(b)
+	return *slot
+}
+
+// recentStrings remembers short strings a parser has read, by a hash of
+// their text; a string read later in a slot's place replaces it. Strings
+// never change, so sharing them (and their boxes) between the values
+// read is safe.
+type recentStrings struct {
+	keys   [64]string
+	values [64]any // boxed strings, so a value read again is not boxed again
+}
+
+// recentSlot hashes b (FNV-1a) to a slot of recentStrings.
+func recentSlot(b []byte) int {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h % 64)
+}
+
+// stringBytes reads a string starting at its opening quote and returns
+// its text without allocating: a slice of the input when the string holds
+// no escapes, else of the parser's scratch buffer, valid until the next
+// string is read.
+func (p *parser) stringBytes() []byte {
 	p.i++ // "
 	start := p.i
 	// Fast path: no escapes.
@@ -278,35 +345,31 @@ func (p *parser) string() string {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
-			var s string
-			if word, ok := p.word(p.b[start:p.i]); ok {
-				s = word
-			} else {
-				s = string(p.b[start:p.i])
-			}
 			p.i++
-			return s
+			return p.b[start : p.i-1]
 		case c == '\\':
 			return p.escapedString(start)
 		case c < 0x20:
 			p.fail("control character in a string")
-			return ""
+			return nil
 		case c < utf8.RuneSelf:
 			p.i++
 		default:
 			r, size := utf8.DecodeRune(p.b[p.i:])
 			if r == utf8.RuneError && size == 1 {
 				p.fail("invalid UTF-8 in a string")
-				return ""
+				return nil
 			}
 			p.i += size
 		}
 	}
 	p.fail("unterminated string")
-	return ""
+	return nil
 }
 
-func (p *parser) escapedString(start int) string {
+// escapedString reads the rest of a string holding an escape into the
+// parser's scratch buffer and returns it.
+func (p *parser) escapedString(start int) []byte {
 	buf := append(p.buf[:0], p.b[start:p.i]...)
 	defer func() { p.buf = buf[:0] }()
 	for p.i < len(p.b) {
@@ -314,11 +377,11 @@ func (p *parser) escapedString(start int) string {
 		switch {
 		case c == '"':
 			p.i++
-			return string(buf)
+			return buf
 		case c == '\\':
 			if p.i+1 >= len(p.b) {
 				p.fail("unterminated escape")
-				return ""
+				return nil
 			}
 			e := p.b[p.i+1]
 			p.i += 2
@@ -338,7 +401,7 @@ func (p *parser) escapedString(start int) string {
 			case 'u':
 				r, ok := p.hex4()
 				if !ok {
-					return ""
+					return nil
 				}
 				if utf16.IsSurrogate(r) {
 					// Only a pair is text; a lone half is refused.
@@ -347,24 +410,24 @@ func (p *parser) escapedString(start int) string {
 						p.i += 2
 						r2, ok := p.hex4()
 						if !ok {
-							return ""
+							return nil
 						}
 						joined = utf16.DecodeRune(r, r2)
 					}
 					if joined == utf8.RuneError {
 						p.fail("a \\u escape holds half of a UTF-16 surrogate pair")
-						return ""
+						return nil
 					}
 					r = joined
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
 				p.fail("invalid escape \\%c", e)
-				return ""
+				return nil
 			}
 		case c < 0x20:
 			p.fail("control character in a string")
-			return ""
+			return nil
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
 			p.i++
@@ -372,14 +435,14 @@ func (p *parser) escapedString(start int) string {
 			r, size := utf8.DecodeRune(p.b[p.i:])
 			if r == utf8.RuneError && size == 1 {
 				p.fail("invalid UTF-8 in a string")
-				return ""
+				return nil
 			}
 			buf = append(buf, p.b[p.i:p.i+size]...)
 			p.i += size
 		}
 	}
 	p.fail("unterminated string")
-	return ""
+	return nil
 }
 
 func (p *parser) hex4() (rune, bool) {
