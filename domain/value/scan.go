@@ -4,8 +4,11 @@ package value
 // knows the document's layout (a run document): it reads the layout's
 // own objects, keys, strings and integers in place and builds portable
 // values only where the layout holds them, so fixed-layout records cost
-// no map of their own. It is as strict as DecodeJSON: what it accepts,
-// DecodeJSON accepts, and its errors read alike.
+// no map of their own. It is as strict as DecodeJSON (its errors read
+// alike), except for what only the caller knows how to check: a key
+// given twice in an object it reads with Key, and the depth of the
+// containers it opens with Object and Array (Value checks the depth of
+// what it reads against MaxDepth).
 //
 // The first error sticks: later reads return zero values and false. A
 // read that returns false without an error found something else (a
