@@ -46,6 +46,11 @@ const (
 // zero.
 const DefaultStoreTimeout = 15 * time.Second
 
+// failureReminder is how often a claim-poll failure that persists is
+// logged again: its first poll is logged at once, the ones that fail the
+// same way after it only in this reminder.
+const failureReminder = time.Minute
+
 // shutdownGrace is how long Stop waits, after the drain deadline, for the
 // vehicles and callbacks whose context it cancelled there.
 const shutdownGrace = time.Second
@@ -123,6 +128,8 @@ type Dispatcher struct {
 	// unanswered when the oldest poll since then began (Unix nanoseconds
 	// of Clock; 0: none). The loop writes both; PollStatus reads them.
 	answered, unanswered atomic.Int64
+	// failures logs the claim polls' failures, one episode at a time.
+	failures failureLog
 
 	mu        sync.Mutex
 	started   bool
@@ -384,6 +391,7 @@ func (d *Dispatcher) loop() {
 				d.answered.Store(d.cfg.Clock.Now().UnixNano())
 				d.unanswered.Store(0)
 			}
+			d.notePoll(res.err)
 			launched, poisoned := d.handle(context.Background(), res, inFlight, false)
 			backlog = res.err == nil && len(res.batch.Leases) >= res.demand
 			d.poisoned(poisoned)
@@ -488,9 +496,6 @@ func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, d
 		res.span.End(resultOf(res.err), m)
 	}()
 	if res.err != nil {
-		if !errors.Is(res.err, context.Canceled) {
-			d.cfg.Logger.Warn("docket claim poll failed; retrying on the next poll", slog.String("error", res.err.Error()))
-		}
 		return 0, nil
 	}
 	leases, poisoned = len(res.batch.Leases), res.batch.Poisoned
@@ -661,6 +666,7 @@ func (d *Dispatcher) shutdown(callerCtx context.Context, polling bool, inFlight 
 	if polling {
 		select {
 		case res := <-d.pollDone:
+			d.notePoll(res.err)
 			// Releases end at the drain deadline too: a lease not handed
 			// back by then expires after the orphan TTL.
 			_, poisoned := d.handle(ctx, res, inFlight, true)
@@ -857,4 +863,126 @@ func uniform(n time.Duration) time.Duration {
 		return n
 	}
 	return time.Duration(rand.Int64N(units)+1) * time.Microsecond
+}
+
+// failureLog logs the claim polls' failures as episodes rather than one
+// line a poll, which at a short poll interval would be several lines a
+// second saying the same thing: an episode is logged when it begins (a
+// failure after an answered poll, or one of another kind than the
+// episode's), then every failureReminder while its polls go on failing,
+// and once, at info, when a poll is answered again. The kinds are the
+// inactive engine (ports.UnavailableInactiveEngine: another engine made
+// the other claim policy the schema's, which lasts until this one is
+// restarted) and every other failure (an outage, a timeout, another
+// admission refusal), whose reminders carry the latest error. A poll that
+// found the admission gate locked (ports.UnavailableLockContention, while
+// a store that opens switches the schema's claim policy) is a moment's
+// wait: it goes on the episode under way, and begins one only at debug
+// level, which is logged at warn only if it lasts to its reminder.
+type failureLog struct {
+	kind     string // "" while polls are answered
+	began    time.Time
+	reminded time.Time // when the episode was last logged
+	failed   int       // polls failed in the episode
+	warned   bool      // the episode was logged at warn
+}
+
+// Episode kinds of failureLog.
+const (
+	failureInactive   = "inactive"
+	failureContention = "contention"
+	failureOther      = "other"
+)
+
+// notePoll logs what one finished claim poll changes (the loop's
+// goroutine only; a poll the dispatcher cancelled changes nothing).
+func (d *Dispatcher) notePoll(err error) {
+	f := &d.failures
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	now := d.cfg.Clock.Now()
+	if err == nil {
+		if !f.warned {
+			*f = failureLog{}
+			return
+		}
+		attrs := []any{slog.Int("failed_polls", f.failed), slog.Duration("failing_for", now.Sub(f.began).Round(time.Millisecond))}
+		if f.kind == failureInactive {
+			d.cfg.Logger.Info("docket claims runs again: the schema's claim policy is this engine's",
+				append(attrs, slog.String("claim_policy", d.cfg.ClaimPolicy))...)
+		} else {
+			d.cfg.Logger.Info("docket claim polls are answered again", attrs...)
+		}
+		*f = failureLog{}
+		return
+	}
+	kind := failureOther
+	var unavailable *ports.ClaimPolicyUnavailableError
+	if errors.As(err, &unavailable) {
+		switch unavailable.Reason {
+		case ports.UnavailableInactiveEngine:
+			kind = failureInactive
+		case ports.UnavailableLockContention:
+			kind = failureContention
+			if f.kind != "" {
+				kind = f.kind
+			}
+		}
+	}
+	if kind != f.kind {
+		*f = failureLog{kind: kind, began: now, reminded: now, failed: 1}
+		if kind == failureContention {
+			d.cfg.Logger.Debug("docket claim poll found the admission gate locked; retrying on the next poll",
+				slog.String("error", err.Error()))
+			return
+		}
+		f.warned = true
+		d.logFailure(kind, err, nil)
+		return
+	}
+	f.failed++
+	if now.Sub(f.reminded) < failureReminder {
+		return
+	}
+	f.reminded, f.warned = now, true
+	d.logFailure(kind, err, []any{slog.Int("failed_polls", f.failed), slog.Duration("failing_for", now.Sub(f.began).Round(time.Millisecond))})
+}
+
+// logFailure logs a failure episode's beginning (reminder nil) or a
+// reminder of it.
+func (d *Dispatcher) logFailure(kind string, err error, reminder []any) {
+	if kind == failureInactive {
+		state := "is"
+		if reminder != nil {
+			state = "is still"
+		}
+		msg := fmt.Sprintf("docket engine %s inactive: another engine made the other claim policy the schema's, "+
+			"so this engine claims no runs; restart it with the claim policy the other engines run", state)
+		if theirs := otherClaimPolicy(d.cfg.ClaimPolicy); theirs != "" {
+			msg = fmt.Sprintf("docket engine %s inactive: another engine made %s the schema's claim policy, "+
+				"so this engine, running %s, claims no runs; restart it with the %s claim policy, as the other engines run",
+				state, theirs, d.cfg.ClaimPolicy, theirs)
+		}
+		d.cfg.Logger.Warn(msg, append([]any{slog.String("claim_policy", d.cfg.ClaimPolicy),
+			slog.String("reason", ports.UnavailableInactiveEngine)}, reminder...)...)
+		return
+	}
+	msg := "docket claim poll failed; retrying on the next poll"
+	if reminder != nil {
+		msg = "docket claim polls still failing; retrying on each poll"
+	}
+	d.cfg.Logger.Warn(msg, append([]any{slog.String("error", err.Error())}, reminder...)...)
+}
+
+// otherClaimPolicy is the claim policy label other than policy ("" when
+// policy is not one of the two).
+func otherClaimPolicy(policy string) string {
+	switch policy {
+	case "legacy":
+		return "tenant_fair"
+	case "tenant_fair":
+		return "legacy"
+	}
+	return ""
 }

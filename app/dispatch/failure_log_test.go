@@ -1,0 +1,163 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/dispatch"
+	"github.com/docketgo/docket/domain/claim"
+	"github.com/docketgo/docket/ports"
+)
+
+// recordLog keeps every log record's level and message.
+type recordLog struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordLog) WithGroup(string) slog.Handler      { return h }
+
+// count is how many records of level were logged.
+func (h *recordLog) count(level slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.records {
+		if r.Level == level {
+			n++
+		}
+	}
+	return n
+}
+
+// last is the latest record's message and attributes.
+func (h *recordLog) last() (string, map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.records[len(h.records)-1]
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	return r.Message, attrs
+}
+
+// A claim-poll failure that persists is logged when it begins, then only
+// as a reminder once a minute, and its end once at info: a short poll
+// interval does not turn an outage, or an engine whose claim policy
+// another engine replaced, into a warning a poll.
+func TestAPersistentPollFailureIsLoggedOnceAMinuteNotOnEveryPoll(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		err     error
+		message string
+	}{
+		"inactive engine": {&ports.ClaimPolicyUnavailableError{Reason: ports.UnavailableInactiveEngine},
+			"docket engine is inactive: another engine made tenant_fair the schema's claim policy, so this engine, " +
+				"running legacy, claims no runs; restart it with the tenant_fair claim policy, as the other engines run"},
+		"store outage": {errors.New("dial tcp: connection refused"), "docket claim poll failed; retrying on the next poll"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var failing atomic.Bool
+			failing.Store(true)
+			store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) {
+				if failing.Load() {
+					return nil, tc.err
+				}
+				return empty(), nil
+			})
+			var now atomic.Int64
+			now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+			logs := &recordLog{}
+			d := newDispatcher(t, store, func(c *dispatch.Config) {
+				c.Logger = slog.New(logs)
+				c.ClaimPolicy = "legacy"
+				c.Clock = ports.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) })
+			})
+			require.NoError(t, d.Start(context.Background()))
+			t.Cleanup(func() { _ = d.Stop(context.Background()) })
+			calls := 1
+			// polls makes n more polls; each one's predecessor has been
+			// handled once it begins.
+			polls := func(n int) {
+				for range n {
+					calls++
+					d.RequestPoll()
+					store.waitCall(t, calls)
+				}
+			}
+
+			polls(20)
+			assert.Equal(t, 1, logs.count(slog.LevelWarn), "twenty failed polls, one warning")
+			msg, attrs := logs.last()
+			assert.Equal(t, tc.message, msg)
+			if errors.Is(tc.err, ports.ErrClaimPolicyUnavailable) {
+				assert.Equal(t, "legacy", attrs["claim_policy"])
+				assert.Equal(t, ports.UnavailableInactiveEngine, attrs["reason"])
+			} else {
+				assert.Equal(t, tc.err.Error(), attrs["error"])
+			}
+
+			now.Add(int64(time.Minute))
+			polls(20)
+			assert.Equal(t, 2, logs.count(slog.LevelWarn), "a minute later, one reminder")
+			_, attrs = logs.last()
+			failed, err := strconv.Atoi(attrs["failed_polls"])
+			require.NoError(t, err, "the reminder counts the failed polls")
+			assert.GreaterOrEqual(t, failed, 21, "the reminder counts the failed polls")
+
+			failing.Store(false)
+			polls(5)
+			assert.Equal(t, 2, logs.count(slog.LevelWarn))
+			assert.Equal(t, 1, logs.count(slog.LevelInfo), "answered again, said once")
+
+			failing.Store(true)
+			polls(5)
+			assert.Equal(t, 3, logs.count(slog.LevelWarn), "a new failure is logged at once")
+		})
+	}
+}
+
+// A poll that finds the admission gate locked (a store switching the
+// schema's claim policy holds it a moment) is not worth a warning, and
+// does not end the episode under way: an inactive engine whose polls meet
+// the lock is not logged as inactive anew.
+func TestAPollMeetingTheLockedGateIsNoWarning(t *testing.T) {
+	t.Parallel()
+	inactive := &ports.ClaimPolicyUnavailableError{Reason: ports.UnavailableInactiveEngine}
+	locked := &ports.ClaimPolicyUnavailableError{Reason: ports.UnavailableLockContention}
+	answers := []error{locked, nil, inactive, locked, inactive, locked, nil}
+	store := newFakeStore(func(call int, _ claim.Request) (*ports.ClaimBatch, error) {
+		if call > len(answers) || answers[call-1] == nil {
+			return empty(), nil
+		}
+		return nil, answers[call-1]
+	})
+	logs := &recordLog{}
+	d := newDispatcher(t, store, func(c *dispatch.Config) { c.Logger = slog.New(logs) })
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	for call := 2; call <= len(answers)+1; call++ {
+		d.RequestPoll()
+		store.waitCall(t, call)
+	}
+	assert.Equal(t, 1, logs.count(slog.LevelWarn), "the inactive engine, once")
+	assert.Equal(t, 1, logs.count(slog.LevelInfo), "its end, once")
+	assert.Equal(t, 1, logs.count(slog.LevelDebug), "the lock met with no episode under way")
+}
