@@ -128,6 +128,10 @@ type Dispatcher struct {
 	// unanswered when the oldest poll since then began (Unix nanoseconds
 	// of Clock; 0: none). The loop writes both; PollStatus reads them.
 	answered, unanswered atomic.Int64
+	// unavailable is the ports.ClaimPolicyUnavailableError reason the
+	// latest claim poll failed with ("" otherwise). The loop writes it;
+	// PollStatus reads it.
+	unavailable atomic.Pointer[string]
 	// failures logs the claim polls' failures, one episode at a time.
 	failures failureLog
 
@@ -273,12 +277,22 @@ type PollStatus struct {
 	// the latest poll was answered. A dispatcher whose every place is
 	// taken does not poll, so this stays zero while it is busy.
 	UnansweredSince time.Time
+	// ClaimPolicyUnavailable is the reason (ports.UnavailableInactiveEngine
+	// and the others) of the ports.ClaimPolicyUnavailableError the latest
+	// claim poll failed with: the store answered and admitted nothing
+	// under the dispatcher's claim policy. Empty when the latest poll was
+	// answered or failed otherwise.
+	ClaimPolicyUnavailable string
 }
 
 // PollStatus reports the claim polls' progress, in Clock's time. It is
 // safe to call at any time, from any goroutine.
 func (d *Dispatcher) PollStatus() PollStatus {
-	return PollStatus{LastAnswered: fromNanos(d.answered.Load()), UnansweredSince: fromNanos(d.unanswered.Load())}
+	ps := PollStatus{LastAnswered: fromNanos(d.answered.Load()), UnansweredSince: fromNanos(d.unanswered.Load())}
+	if reason := d.unavailable.Load(); reason != nil {
+		ps.ClaimPolicyUnavailable = *reason
+	}
+	return ps
 }
 
 func fromNanos(n int64) time.Time {
@@ -387,9 +401,18 @@ func (d *Dispatcher) loop() {
 			}
 		case res := <-d.pollDone:
 			polling = false
-			if res.err == nil {
+			switch {
+			case res.err == nil:
 				d.answered.Store(d.cfg.Clock.Now().UnixNano())
 				d.unanswered.Store(0)
+				d.unavailable.Store(nil)
+			case !errors.Is(res.err, context.Canceled):
+				var unavailable *ports.ClaimPolicyUnavailableError
+				if errors.As(res.err, &unavailable) {
+					d.unavailable.Store(&unavailable.Reason)
+				} else {
+					d.unavailable.Store(nil)
+				}
 			}
 			d.notePoll(res.err)
 			launched, poisoned := d.handle(context.Background(), res, inFlight, false)

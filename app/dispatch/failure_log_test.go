@@ -110,8 +110,10 @@ func TestAPersistentPollFailureIsLoggedOnceAMinuteNotOnEveryPoll(t *testing.T) {
 			if errors.Is(tc.err, ports.ErrClaimPolicyUnavailable) {
 				assert.Equal(t, "legacy", attrs["claim_policy"])
 				assert.Equal(t, ports.UnavailableInactiveEngine, attrs["reason"])
+				assert.Equal(t, ports.UnavailableInactiveEngine, d.PollStatus().ClaimPolicyUnavailable)
 			} else {
 				assert.Equal(t, tc.err.Error(), attrs["error"])
+				assert.Empty(t, d.PollStatus().ClaimPolicyUnavailable, "the store did not answer")
 			}
 
 			now.Add(int64(time.Minute))
@@ -126,6 +128,7 @@ func TestAPersistentPollFailureIsLoggedOnceAMinuteNotOnEveryPoll(t *testing.T) {
 			polls(5)
 			assert.Equal(t, 2, logs.count(slog.LevelWarn))
 			assert.Equal(t, 1, logs.count(slog.LevelInfo), "answered again, said once")
+			assert.Empty(t, d.PollStatus().ClaimPolicyUnavailable)
 
 			failing.Store(true)
 			polls(5)

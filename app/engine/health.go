@@ -36,6 +36,16 @@ type Health struct {
 	// it is still waiting. Zero when the latest poll was answered, and
 	// while every place is taken (the dispatcher then does not poll).
 	UnansweredSince time.Time
+	// ClaimPolicyUnavailable is the reason the store refused the latest
+	// claim poll under the engine's claim policy (the
+	// ports.ClaimPolicyUnavailableError's, one of the ports.Unavailable*
+	// reasons): the store answered, and admitted nothing. With
+	// ports.UnavailableInactiveEngine ("inactive_engine") another engine
+	// made the other claim policy the schema's, and this engine claims no
+	// runs until it is restarted with that policy. Empty when the latest
+	// poll was answered or failed otherwise (UnansweredSince tells those
+	// apart).
+	ClaimPolicyUnavailable string
 }
 
 // Health reports the engine's state. It never calls the store, never
@@ -66,6 +76,7 @@ func (e *Engine) Health() Health {
 		h.Listening = d.Listening()
 		ps := d.PollStatus()
 		h.LastPoll, h.UnansweredSince = ps.LastAnswered, ps.UnansweredSince
+		h.ClaimPolicyUnavailable = ps.ClaimPolicyUnavailable
 	}
 	return h
 }

@@ -105,8 +105,9 @@ func (s *metricsServer) close(grace time.Duration) {
 
 // healthJSON is /healthz's body.
 type healthJSON struct {
-	// Status is "ok" (200), or "starting", "stopping", "stopped" or
-	// "store_unanswered" (503).
+	// Status is "ok" (200), or "starting", "stopping", "stopped",
+	// "inactive_engine", "store_unanswered" or another claim policy
+	// unavailability reason (503).
 	Status    string `json:"status"`
 	Listening bool   `json:"listening"`
 	// LastPollSecondsAgo is the time since the store last answered a
@@ -132,7 +133,10 @@ func (s *metricsServer) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // healthOf applies /healthz's rule (docs/operations.md): healthy while
-// the engine runs and no claim poll has gone unanswered too long.
+// the engine runs, is not the inactive engine of its schema, and no claim
+// poll has gone unanswered too long. A poll the store refused under the
+// engine's claim policy was answered, by a refusal: it is reported by the
+// refusal's reason, not as the store not answering.
 func healthOf(h engine.Health, now time.Time) (healthJSON, bool) {
 	body := healthJSON{Status: h.State, Listening: h.Listening}
 	if !h.LastPoll.IsZero() {
@@ -146,12 +150,20 @@ func healthOf(h engine.Health, now time.Time) (healthJSON, bool) {
 	}
 	body.Status = "ok"
 	if !h.UnansweredSince.IsZero() {
-		waited := now.Sub(h.UnansweredSince)
-		body.UnansweredSeconds = seconds(waited)
-		if waited > max(healthPolls*h.PollInterval, healthFloor) {
-			body.Status = "store_unanswered"
-			return body, false
+		body.UnansweredSeconds = seconds(now.Sub(h.UnansweredSince))
+	}
+	// Another engine made the other claim policy the schema's: this one
+	// claims nothing until it is restarted, however well the store answers.
+	if h.ClaimPolicyUnavailable == ports.UnavailableInactiveEngine {
+		body.Status = ports.UnavailableInactiveEngine
+		return body, false
+	}
+	if !h.UnansweredSince.IsZero() && now.Sub(h.UnansweredSince) > max(healthPolls*h.PollInterval, healthFloor) {
+		body.Status = "store_unanswered"
+		if h.ClaimPolicyUnavailable != "" {
+			body.Status = h.ClaimPolicyUnavailable
 		}
+		return body, false
 	}
 	return body, true
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/app/engine"
+	"github.com/docketgo/docket/ports"
 )
 
 var metricsAddrLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
@@ -153,6 +154,49 @@ func TestWorkerServesMetricsAndHealth(t *testing.T) {
 	assert.Error(t, err, "the endpoint closes with the worker")
 }
 
+// A worker whose claim policy a worker started since with the other one
+// replaced as the schema's ("last boot wins") claims nothing: its /healthz
+// says so (503, inactive_engine, not the store unanswered) and its log
+// says it once, however many polls it makes. A worker started with its
+// policy makes it the schema's again, and the first is healthy again.
+func TestAWorkerOfTheReplacedClaimPolicyIsUnhealthyAsTheInactiveEngine(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	addr, stop := c.metricsWorker() // legacy, polling every 50ms
+	healthz := func() (int, healthJSON) {
+		t.Helper()
+		code, body := httpGet(t, "http://"+addr+"/healthz")
+		var health healthJSON
+		require.NoError(t, json.Unmarshal([]byte(body), &health), body)
+		return code, health
+	}
+	eventually(t, "the worker healthy", func() bool { code, _ := healthz(); return code == http.StatusOK })
+
+	c.ok("worker", "--claim-policy", "tenant-fair", "--for", "10ms")
+	var health healthJSON
+	eventually(t, "the worker inactive", func() bool {
+		var code int
+		code, health = healthz()
+		return code == http.StatusServiceUnavailable
+	})
+	assert.Equal(t, "inactive_engine", health.Status)
+	require.NotNil(t, health.UnansweredSeconds, "its polls claim nothing")
+	time.Sleep(20 * 50 * time.Millisecond) // twenty poll intervals
+	code, health := healthz()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "inactive_engine", health.Status)
+
+	c.ok("worker", "--for", "10ms") // legacy again
+	eventually(t, "the worker healthy again", func() bool { code, _ := healthz(); return code == http.StatusOK })
+
+	res := stop()
+	assert.Equal(t, ExitOK, res.code, res.stderr)
+	assert.Equal(t, 1, strings.Count(res.stderr, "docket engine is inactive"), res.stderr)
+	assert.Contains(t, res.stderr, "another engine made tenant_fair the schema's claim policy")
+	assert.Contains(t, res.stderr, "restart it with the tenant_fair claim policy")
+	assert.NotContains(t, res.stderr, "claim poll failed", res.stderr)
+}
+
 func TestWorkerRefusesAMetricsAddressInUse(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -174,6 +218,11 @@ func TestHealthRule(t *testing.T) {
 		}
 		return h
 	}
+	refused := func(reason string, since time.Duration) engine.Health {
+		h := running(since, since)
+		h.ClaimPolicyUnavailable = reason
+		return h
+	}
 	for _, tc := range []struct {
 		name    string
 		health  engine.Health
@@ -186,6 +235,10 @@ func TestHealthRule(t *testing.T) {
 		{"polls unanswered for over three intervals", running(16*time.Second, 16*time.Second), "store_unanswered", false},
 		{"short intervals: ten seconds at least", engine.Health{State: engine.HealthRunning, PollInterval: 50 * time.Millisecond,
 			UnansweredSince: now.Add(-9 * time.Second)}, "ok", true},
+		{"the inactive engine of its schema, at once", refused(ports.UnavailableInactiveEngine, time.Second), "inactive_engine", false},
+		{"a locked admission gate for a moment", refused(ports.UnavailableLockContention, time.Second), "ok", true},
+		{"admission refused for over three intervals, by its reason", refused(ports.UnavailableReadOnly, 16*time.Second),
+			"read_only_transaction", false},
 		{"not started yet", engine.Health{State: engine.HealthCreated}, "starting", false},
 		{"draining", engine.Health{State: engine.HealthStopping, LastPoll: now}, "stopping", false},
 		{"stopped", engine.Health{State: engine.HealthStopped}, "stopped", false},
