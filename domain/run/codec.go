@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/docketgo/docket/domain/value"
 )
@@ -759,7 +760,7 @@ func (d *reader) strings(p docPath, k string) []string {
 	if d.s.Null() {
 		return nil
 	}
-	n := d.s.Len()
+	n := room[string](d, d.s.Len(), 0)
 	if !d.s.Array() {
 		d.mismatch(p.at(k), "want a list of strings or null")
 		return nil
@@ -778,12 +779,25 @@ func (d *reader) strings(p docPath, k string) []string {
 	return out
 }
 
+// room bounds n, the entries Len counted ahead in a container, by what
+// the rest of the document can hold: room for an entry (a V and a key of
+// keySize bytes) takes at most four of the bytes left to read. Len counts
+// the commas of a corrupt "{,,,,}" as entries, and a megabyte of them
+// made room for a million records (hundreds of megabytes) before the
+// first one failed to read. A valid document's entries are longer than
+// that, so its containers are still made at their final size.
+func room[V any](d *reader, n int, keySize uintptr) int {
+	var v V
+	size := int(unsafe.Sizeof(v) + keySize)
+	return min(n, 4*d.s.Remaining()/max(size, 1))
+}
+
 // each reads an object of records keyed by ID, null meaning nil.
 func each[V any](d *reader, p docPath, k string, read func(path docPath) V) map[string]V {
 	if d.s.Null() {
 		return nil
 	}
-	n := d.s.Len()
+	n := room[V](d, d.s.Len(), unsafe.Sizeof(""))
 	if !d.s.Object() {
 		d.mismatch(p.at(k), "want an object or null")
 		return nil
@@ -812,7 +826,7 @@ func list[V any](d *reader, p docPath, k string, read func(path docPath) V) []V 
 	if d.s.Null() {
 		return nil
 	}
-	n := d.s.Len()
+	n := room[V](d, d.s.Len(), 0)
 	if !d.s.Array() {
 		d.mismatch(p.at(k), "want a list or null")
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +192,37 @@ func TestDecodeRejectsCorruptDocuments(t *testing.T) {
 			assert.ErrorIs(t, err, ErrCorruptRun)
 			assert.Equal(t, tc.invalid, errors.Is(err, ErrInvalidRun))
 			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// A corrupt document whose container holds nothing but commas fails
+// without first making room for as many records as it has commas (Len
+// counts them ahead of reading): the memory a decode takes stays in
+// proportion to the document, not to the records it claims. Not
+// parallel: it measures the bytes the process allocates.
+func TestDecodeOfAClaimedHugeContainerAllocatesInProportion(t *testing.T) {
+	good, err := Encode(richRun())
+	require.NoError(t, err)
+	doc := string(good)
+	commas := strings.Repeat(",", 1<<18)
+	for _, k := range []string{"active_tasks", "channels", "interrupts", "timers", "pending_writes", "pending_nodes", "changed_channels"} {
+		t.Run(k, func(t *testing.T) {
+			i := strings.Index(doc, `"`+k+`":`)
+			require.GreaterOrEqual(t, i, 0)
+			open, closing := "{", "}"
+			if strings.HasPrefix(k, "pending") || k == "changed_channels" {
+				open, closing = "[", "]"
+			}
+			bad := []byte(doc[:i] + `"` + k + `":` + open + commas + closing + "}")
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := Decode(bad)
+			runtime.ReadMemStats(&after)
+			require.ErrorIs(t, err, ErrCorruptRun)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			assert.Less(t, allocated, uint64(20*len(bad)), "%d bytes allocated decoding %d", allocated, len(bad))
 		})
 	}
 }

@@ -250,10 +250,17 @@ func (s *Scanner) Value(level int) any {
 	return v
 }
 
+// Remaining is the number of bytes of the document not read yet: it
+// bounds what the containers still to read can hold, for a decoder that
+// sizes them with Len.
+func (s *Scanner) Remaining() int { return len(s.p.b) - s.p.i }
+
 // Len counts the members of the object or the elements of the array
 // that starts the next value, without reading them, so a decoder can
 // size what it reads them into. It is 0 for anything else, and it does
-// not check the container's syntax (reading it does).
+// not check the container's syntax (reading it does): it counts the
+// commas of "[,,,]" as entries, so a decoder bounds the room it makes
+// by Remaining before reading a single entry.
 func (s *Scanner) Len() int {
 	if s.p.err != nil || s.p.i >= len(s.p.b) || (s.p.b[s.p.i] != '{' && s.p.b[s.p.i] != '[') {
 		return 0
