@@ -516,12 +516,27 @@ func Decode(b []byte) (*Run, error) {
 		err = d.s.End()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, otherFormat(b, err))
 	}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptRun, err)
 	}
 	return r, nil
+}
+
+// otherFormat is the error to report for a document that failed to read
+// with err: a document of another format version says so, rather than
+// naming the first of its records whose layout changed with the version
+// (the scan meets active_tasks and channels before format_version), so a
+// worker older than the document reads why it cannot resume the run.
+// Only a failed decode pays for the second reading.
+func otherFormat(b []byte, err error) error {
+	doc, derr := value.DecodeJSONEnvelope(b, documentWords, documentLevels)
+	m, _ := doc.(map[string]any)
+	if v, ok := m["format_version"].(int64); derr == nil && ok && v != formatVersion {
+		return fmt.Errorf("format_version: unsupported format version %d", v)
+	}
+	return err
 }
 
 // reader reads a run document into a run. The first error wins (a shape
