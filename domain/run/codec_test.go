@@ -66,6 +66,68 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// A decoded run is its own: it keeps nothing of the bytes it was read
+// from (a store reuses its row buffers) and shares no container with a
+// run decoded from the same bytes.
+func TestDecodedRunSharesNothingWithItsBytesOrAnotherRun(t *testing.T) {
+	t.Parallel()
+	for name, r := range codecFixtures() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := Encode(r)
+			require.NoError(t, err)
+			buf := bytes.Clone(b)
+			got, err := Decode(buf)
+			require.NoError(t, err)
+			other, err := Decode(b)
+			require.NoError(t, err)
+			for i := range buf {
+				buf[i] = 'x'
+			}
+			assert.Equal(t, r, got, "the run read from a buffer since overwritten")
+			mutateDeep(got.Input)
+			mutateDeep(got.Metadata)
+			for _, c := range got.Channels {
+				mutateDeep(c.Value)
+			}
+			for _, in := range got.Interrupts {
+				mutateDeep(in.Schema)
+				mutateDeep(in.Metadata)
+			}
+			for _, task := range got.ActiveTasks {
+				mutateDeep(task.Snapshot)
+				mutateDeep(task.Metadata)
+			}
+			for _, seen := range got.BarrierSeen {
+				for i := range seen {
+					seen[i] = "changed"
+				}
+			}
+			assert.Equal(t, r, other, "a run decoded from the same bytes")
+		})
+	}
+}
+
+// mutateDeep changes every map and list of a portable value in place.
+func mutateDeep(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return
+		}
+		for k, e := range x {
+			mutateDeep(e)
+			x[k] = "changed"
+		}
+		x["added"] = true
+	case []any:
+		for i, e := range x {
+			mutateDeep(e)
+			x[i] = "changed"
+		}
+	}
+}
+
 func TestEncodeIsDeterministic(t *testing.T) {
 	t.Parallel()
 	a, err := Encode(richRun())
