@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,4 +103,42 @@ func TestAWindowedClaimIsNotShortenedByHeldRuns(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The runs a tenant-fair claim takes in place of held ones keep the
+// order of their scope: a scope's admitted runs are leased before its
+// queued ones, however old, as when nothing is held (docs/postgres.md,
+// tenant-fair admission).
+func TestAWindowedClaimFillsAdmittedRunsBeforeQueuedOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, limit := range []int{1, 2} {
+		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t, envOptions{policy: claim.WindowedInterleave, maxConns: 8})
+			scope := ports.Tenant(newRunID("t"))
+			admit := func(r *run.Run) {
+				_, err := env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+
+					" SET tenant_admitted_at = $2 WHERE run_id = $1", r.ID, t0.Add(-time.Hour))
+				require.NoError(t, err)
+			}
+			// The scope's page (2 × limit, admitted first) is all held.
+			for i := range 2 * limit {
+				r := env.insertRun(t, scope, t0.Add(-time.Hour), t0.Add(time.Duration(i-50)*time.Second))
+				admit(r)
+				release := holdRun(t, env.store, r.ID)
+				defer release()
+			}
+			admitted := env.insertRun(t, scope, t0.Add(-time.Hour), t0.Add(-10*time.Second))
+			admit(admitted)
+			var queued []string
+			for i := range limit {
+				queued = append(queued, env.insertRun(t, scope, t0.Add(-time.Hour), t0.Add(time.Duration(i-90)*time.Second)).ID)
+			}
+			batch, err := env.store.ClaimDue(ctx, readyAt(t0, limit))
+			require.NoError(t, err)
+			want := append([]string{admitted.ID}, queued[:limit-1]...)
+			assert.ElementsMatch(t, want, leaseIDs(batch), "the free admitted run first, then the oldest queued ones")
+		})
+	}
 }

@@ -317,8 +317,10 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     a locked head is skipped, not waited on. That order is the ready
 //     class rank.
 //   - Fill: when that comes back short, the rest of the limit is taken
-//     from the other due ready runs, oldest first (the legacy order, on
-//     its index), locked the same way and ranked after every page. Unheld,
+//     from the other due ready runs: the admitted ones first, then the
+//     queued ones, each oldest first, locked the same way and ranked
+//     after every page (admitted before queued), so a scope's queued run
+//     is never leased ahead of a free admitted run of its own. Unheld,
 //     a short breadth-first pass has taken every due ready run (fewer due
 //     scopes than the limit are all sampled, and each yields its whole
 //     page), so the fill finds nothing and the selection is
@@ -441,11 +443,12 @@ fair AS MATERIALIZED (
     LIMIT $2::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
-filled AS MATERIALIZED (
+filled_admitted AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.tenant_admitted_at IS NOT NULL
       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
       AND r.wake_at <= {now}
       AND NOT EXISTS (SELECT 1 FROM fair AS f WHERE f.id = r.id)
@@ -453,10 +456,25 @@ filled AS MATERIALIZED (
     LIMIT $2::integer - (SELECT count(*) FROM fair)
     FOR UPDATE OF r SKIP LOCKED
 ),
+filled_queued AS MATERIALIZED (
+    SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 2 AS scope_rank
+    FROM {schema}.docket_runs AS r
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.tenant_admitted_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= {now}
+      AND NOT EXISTS (SELECT 1 FROM fair AS f WHERE f.id = r.id)
+    ORDER BY r.wake_at, r.id
+    LIMIT $2::integer - (SELECT count(*) FROM fair) - (SELECT count(*) FROM filled_admitted)
+    FOR UPDATE OF r SKIP LOCKED
+),
 ready AS MATERIALIZED (
     SELECT id, eligible_at, scope_rank FROM fair
     UNION ALL
-    SELECT id, eligible_at, scope_rank FROM filled
+    SELECT id, eligible_at, scope_rank FROM filled_admitted
+    UNION ALL
+    SELECT id, eligible_at, scope_rank FROM filled_queued
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
