@@ -194,9 +194,13 @@ const claimExpiredCTE = `expired AS MATERIALIZED (
 ),
 `
 
+// claimOutcomeTail applies the per-row outcome to the picked runs, read
+// by id (id = ANY of the picks): the picks are planned from the ready
+// class's estimate, which under the tenant-fair policy is far above
+// limit, and a join on it would read the whole runs table.
 const claimOutcomeTail = `
     FROM picked AS p
-    WHERE r.id = p.id
+    WHERE r.id = p.id AND r.id = ANY (ARRAY(SELECT pp.id FROM picked AS pp))
       AND r.status = 'running' AND r.poisoned_at IS NULL
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
@@ -310,8 +314,10 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     unlocked, the first limit rows of the breadth-first order are the
 //     same as with pages of limit. Doubled as bigint: twice a 32-bit
 //     limit overflows integer.
-//   - Breadth first: the pooled pages are re-read from docket_runs, the
-//     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
+//   - Breadth first: the pooled pages are re-read from docket_runs by
+//     id (id = ANY of the pool's: the pool is planned at 2·limit runs per
+//     sampled scope, and a join on that estimate reads the whole table at
+//     a large limit), the ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
 //     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
 //     sampled scope's first candidate comes before any scope's second, and
 //     a locked head is skipped, not waited on. That order is the ready
@@ -436,7 +442,8 @@ fair AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
     FROM paged AS p
     JOIN {schema}.docket_runs AS r ON r.id = p.id
-    WHERE r.status = 'running' AND r.poisoned_at IS NULL
+    WHERE r.id = ANY (ARRAY(SELECT pp.id FROM paged AS pp))
+      AND r.status = 'running' AND r.poisoned_at IS NULL
       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
       AND r.wake_at <= {now}
     ORDER BY p.scope_rank, r.wake_at, r.id

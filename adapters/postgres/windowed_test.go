@@ -581,3 +581,86 @@ func scopeBecameActiveAgain(t *testing.T, env *testEnv) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{later.ID}, leaseIDs(batch))
 }
+
+// planScans collects the scans of relation in an EXPLAIN (FORMAT JSON)
+// plan, each as its node type, index, index condition and the CTE or
+// subplan it is within.
+func planScans(t *testing.T, plan []byte, relation string) []map[string]any {
+	t.Helper()
+	var doc []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(plan, &doc))
+	require.Len(t, doc, 1)
+	var scans []map[string]any
+	var walk func(node map[string]any, within any)
+	walk = func(node map[string]any, within any) {
+		if name, ok := node["Subplan Name"]; ok {
+			within = fmt.Sprint(within, " > ", name)
+		}
+		if node["Relation Name"] == relation {
+			scans = append(scans, map[string]any{"Node Type": node["Node Type"], "Index Name": node["Index Name"],
+				"Index Cond": node["Index Cond"], "Within": within})
+		}
+		children, _ := node["Plans"].([]any)
+		for _, child := range children {
+			if c, ok := child.(map[string]any); ok {
+				walk(c, within)
+			}
+		}
+	}
+	walk(doc[0].Plan, nil)
+	return scans
+}
+
+// A tenant-fair claim's pool of pages is planned for twice the limit runs
+// per sampled scope, far more than it holds; at a large limit that
+// estimate must not make the claim read the whole runs table to lock its
+// candidates or to lease them: they are read by id. The plan, at large
+// limits over a few thousand runs, locks and leases the candidates
+// without a sequential scan of docket_runs or a scan of its primary key
+// without a condition.
+func TestAWindowedClaimReadsItsCandidatesByID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := windowedEnv(t)
+	tenant := newRunID("tmpl")
+	tmpl := env.insertRun(t, ports.Tenant(tenant), t0.Add(-time.Hour), t0.Add(time.Hour))
+	prefix := newRunID("bulk") + "-"
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := env.pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		for _, table := range []string{"docket_runs", "docket_graph_versions", "docket_claim_partitions"} {
+			_, _ = env.pool.Exec(context.Background(), "DELETE FROM "+env.table(table)+" WHERE starts_with(scope_key, $1)", prefix)
+		}
+	})
+	// Twenty scopes of 300 runs each, due at once.
+	exec("INSERT INTO "+env.table("docket_claim_partitions")+" (scope_key) SELECT $1 || g FROM generate_series(1, 20) AS g", prefix)
+	exec("INSERT INTO "+env.table("docket_graph_versions")+" (tenant_id, graph_id, graph_hash, graph)"+
+		" SELECT $1 || g, graph_id, graph_hash, graph FROM "+env.table("docket_graph_versions")+
+		" CROSS JOIN generate_series(1, 20) AS g WHERE tenant_id = $2", prefix, tenant)
+	cols := "graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq, inserted_at, started_at, updated_at"
+	exec("INSERT INTO "+env.table("docket_runs")+" (run_id, tenant_id, wake_at, "+cols+")"+
+		" SELECT $1 || g, $1 || (g % 20 + 1), $2::timestamptz - g * interval '1 ms', "+cols+
+		" FROM "+env.table("docket_runs")+" CROSS JOIN generate_series(1, 6000) AS g WHERE run_id = $3",
+		prefix, t0.Add(-time.Minute), tmpl.ID)
+	exec("ANALYZE " + env.table("docket_runs"))
+
+	for _, limit := range []int{500, 1000} {
+		plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
+		require.NoError(t, err)
+		for _, scan := range planScans(t, plan, "docket_runs") {
+			within := fmt.Sprint(scan["Within"])
+			if !strings.HasSuffix(within, "CTE fair") && !strings.HasSuffix(within, "CTE outcome") {
+				continue // the sampling and the fill read through their own indexes
+			}
+			assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
+			if scan["Index Name"] == "docket_runs_pkey" {
+				assert.NotNil(t, scan["Index Cond"], "limit %d: %v", limit, scan)
+			}
+		}
+	}
+}
