@@ -664,3 +664,49 @@ func TestAWindowedClaimReadsItsCandidatesByID(t *testing.T) {
 		}
 	}
 }
+
+// The scopes a tenant-fair claim samples are the scopes with due work,
+// whether it reads them off the due runs (up to its due scan) or walks
+// the scopes (beyond it): at exactly the scan and one run past it, with
+// a scope whose only due run is admitted, one whose runs all sleep and
+// a poisoned run, a claim of one lease per scope leases one run of every
+// scope with due work, and none of the others.
+func TestAWindowedClaimSamplesTheScopesWithDueWorkAtTheScanBoundary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, extra := range []int{0, 1} {
+		t.Run(fmt.Sprintf("scan plus %d", extra), func(t *testing.T) {
+			t.Parallel()
+			env := windowedEnv(t)
+			queued := env.insertRun(t, ports.Tenant("queued"), t0.Add(-time.Hour), t0.Add(-3*time.Second))
+			admitted := env.insertRun(t, ports.Tenant("admitted"), t0.Add(-time.Hour), t0.Add(-2*time.Second))
+			_, err := env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+
+				" SET tenant_admitted_at = $2 WHERE run_id = $1", admitted.ID, t0.Add(-time.Hour))
+			require.NoError(t, err)
+			env.insertRun(t, ports.Tenant("sleeping"), t0.Add(-time.Hour), t0.Add(time.Hour))
+			poisoned := env.insertRun(t, ports.Tenant("poisoned"), t0.Add(-time.Hour), t0.Add(-time.Second))
+			_, err = env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+" SET wake_at = NULL, poisoned_at = $2,"+
+				" poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = $1", poisoned.ID, t0.Add(-time.Minute))
+			require.NoError(t, err)
+			busy := []string{}
+			for i := range 2 + extra {
+				busy = append(busy, env.insertRun(t, ports.Tenant("busy"), t0.Add(-time.Hour), t0.Add(time.Duration(i-60)*time.Second)).ID)
+			}
+			// Due runs: queued, admitted and the busy ones, the scan's worth
+			// and extra more.
+			env.store.SetWindowedDueScanForTest(4)
+			for range 5 {
+				batch, err := env.store.ClaimDue(ctx, readyAt(t0, 3))
+				require.NoError(t, err)
+				leased := leaseIDs(batch)
+				require.Len(t, leased, 3)
+				assert.Contains(t, leased, queued.ID)
+				assert.Contains(t, leased, admitted.ID)
+				assert.Contains(t, leased, busy[0])
+				for _, l := range batch.Leases {
+					require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0.Add(-time.Hour)))
+				}
+			}
+		})
+	}
+}
