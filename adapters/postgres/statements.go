@@ -299,9 +299,14 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     scoped ready index (docket_runs_scope_queued_ready_index,
 //     docket_runs_scope_admitted_ready_index: a min() over scope_key,
 //     one index descent each, walking past only the entries between two
-//     keys), and per scope two probes bounded by LIMIT 1 (scope_key,
-//     wake_at <= now: scalar subqueries, never hashed over the whole
-//     backlog) keep the scopes with due work. Either way the cost does
+//     keys), and per scope two probes keep the scopes with due work:
+//     each reads the first entry at or after the scope in the scoped
+//     index's (scope_key, wake_at) order, the scope's oldest ready run if
+//     it has one, and asks whether it is the scope's and due (a scalar
+//     subquery, never hashed over the whole backlog; ordered by a range
+//     on scope_key, which no sequential scan or other index serves
+//     without sorting the backlog, where an equality probe would be
+//     planned as a sequential scan when a few scopes hold the backlog). Either way the cost does
 //     not grow with the scopes whose runs all finished or wait: it is
 //     bounded by the due scan, and beyond it grows with the scopes
 //     holding queued runs (due or sleeping), not with the backlog.
@@ -389,23 +394,22 @@ var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
           SELECT w.scope_key
           FROM walk AS w
           WHERE w.scope_key IS NOT NULL
-            AND COALESCE((SELECT true
-                          FROM {schema}.docket_runs AS q
-                          WHERE q.scope_key = w.scope_key
-                            AND q.status = 'running' AND q.poisoned_at IS NULL
-                            AND q.tenant_admitted_at IS NULL
-                            AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                            AND q.wake_at <= {now}
-                          LIMIT 1),
-                         (SELECT true
-                          FROM {schema}.docket_runs AS a
-                          WHERE a.scope_key = w.scope_key
-                            AND a.status = 'running' AND a.poisoned_at IS NULL
-                            AND a.tenant_admitted_at IS NOT NULL
-                            AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                            AND a.wake_at <= {now}
-                          LIMIT 1),
-                         false)) AS d
+            AND (COALESCE((SELECT q.scope_key = w.scope_key AND q.wake_at <= {now}
+                           FROM {schema}.docket_runs AS q
+                           WHERE q.scope_key >= w.scope_key
+                             AND q.status = 'running' AND q.poisoned_at IS NULL
+                             AND q.tenant_admitted_at IS NULL
+                             AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                           ORDER BY q.scope_key, q.wake_at
+                           LIMIT 1), false)
+                 OR COALESCE((SELECT a.scope_key = w.scope_key AND a.wake_at <= {now}
+                              FROM {schema}.docket_runs AS a
+                              WHERE a.scope_key >= w.scope_key
+                                AND a.status = 'running' AND a.poisoned_at IS NULL
+                                AND a.tenant_admitted_at IS NOT NULL
+                                AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                              ORDER BY a.scope_key, a.wake_at
+                              LIMIT 1), false))) AS d
     ORDER BY random()
     LIMIT $2::integer
 ),

@@ -624,14 +624,37 @@ func TestAWindowedClaimReadsItsCandidatesByID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := windowedEnv(t)
-	tenant := newRunID("tmpl")
-	tmpl := env.insertRun(t, ports.Tenant(tenant), t0.Add(-time.Hour), t0.Add(time.Hour))
-	prefix := newRunID("bulk") + "-"
+	bulkDueRuns(t, env)
+
+	for _, limit := range []int{500, 1000} {
+		plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
+		require.NoError(t, err)
+		for _, scan := range planScans(t, plan, "docket_runs") {
+			within := fmt.Sprint(scan["Within"])
+			if !strings.HasSuffix(within, "CTE fair") && !strings.HasSuffix(within, "CTE outcome") {
+				continue // the sampling and the fill read through their own indexes
+			}
+			assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
+			if scan["Index Name"] == "docket_runs_pkey" {
+				assert.NotNil(t, scan["Index Cond"], "limit %d: %v", limit, scan)
+			}
+		}
+	}
+}
+
+// bulkDueRuns adds twenty scopes of 300 runs each, due at once, and
+// analyzes the runs table.
+func bulkDueRuns(t *testing.T, env *testEnv) {
+	t.Helper()
+	ctx := context.Background()
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		_, err := env.pool.Exec(ctx, sql, args...)
 		require.NoError(t, err)
 	}
+	tenant := newRunID("tmpl")
+	tmpl := env.insertRun(t, ports.Tenant(tenant), t0.Add(-time.Hour), t0.Add(time.Hour))
+	prefix := newRunID("bulk") + "-"
 	t.Cleanup(func() {
 		for _, table := range []string{"docket_runs", "docket_graph_versions", "docket_claim_partitions"} {
 			_, _ = env.pool.Exec(context.Background(), "DELETE FROM "+env.table(table)+" WHERE starts_with(scope_key, $1)", prefix)
@@ -648,21 +671,33 @@ func TestAWindowedClaimReadsItsCandidatesByID(t *testing.T) {
 		" FROM "+env.table("docket_runs")+" CROSS JOIN generate_series(1, 6000) AS g WHERE run_id = $3",
 		prefix, t0.Add(-time.Minute), tmpl.ID)
 	exec("ANALYZE " + env.table("docket_runs"))
+}
 
-	for _, limit := range []int{500, 1000} {
+// Behind a backlog a tenant-fair claim walks the scopes and probes each
+// for due work. When a few scopes hold the backlog, a probe for one scope
+// must not read the others' runs: the plan reads docket_runs nowhere in
+// the sampling by a sequential scan, and the claim serves every scope.
+func TestAWindowedClaimProbesAScopeThroughItsIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := windowedEnv(t)
+	bulkDueRuns(t, env)
+	for _, limit := range []int{1, 20, 100} {
 		plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
 		require.NoError(t, err)
 		for _, scan := range planScans(t, plan, "docket_runs") {
-			within := fmt.Sprint(scan["Within"])
-			if !strings.HasSuffix(within, "CTE fair") && !strings.HasSuffix(within, "CTE outcome") {
-				continue // the sampling and the fill read through their own indexes
-			}
-			assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
-			if scan["Index Name"] == "docket_runs_pkey" {
-				assert.NotNil(t, scan["Index Cond"], "limit %d: %v", limit, scan)
+			if strings.Contains(fmt.Sprint(scan["Within"]), "CTE sampled") {
+				assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
 			}
 		}
 	}
+	batch, err := env.store.ClaimDue(ctx, readyAt(t0, 20))
+	require.NoError(t, err)
+	scopes := map[string]bool{}
+	for _, l := range batch.Leases {
+		scopes[l.Owner.Key()] = true
+	}
+	assert.Len(t, scopes, 20, "one lease for each of the twenty scopes")
 }
 
 // The scopes a tenant-fair claim samples are the scopes with due work,
