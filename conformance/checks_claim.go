@@ -657,3 +657,24 @@ func (h *harness) hold(runIDs ...string) (release func()) {
 	}
 	return release
 }
+
+// checkFairHeldKeepsAdmittedFirst holds a scope's two oldest admitted
+// runs (a page of them at limit 1) and claims one: the scope's free
+// admitted run is leased, not its older queued run.
+func checkFairHeldKeepsAdmittedFirst(h *harness) {
+	scope := ports.Tenant(h.id("busy"))
+	first := h.insert(scope, runOpts{wakeAt: at(-50 * time.Second)})
+	second := h.insert(scope, runOpts{wakeAt: at(-40 * time.Second)})
+	free := h.insert(scope, runOpts{wakeAt: at(-10 * time.Second)})
+	req := readyOnly(t0)
+	req.Limit = 3
+	for _, l := range h.claimDue(req).Leases {
+		h.release(l.RunID, l.Token, map[string]time.Time{ // keeps admission and the order
+			first.ID: at(-50 * time.Second), second.ID: at(-40 * time.Second), free.ID: at(-10 * time.Second),
+		}[l.RunID])
+	}
+	h.insert(scope, runOpts{wakeAt: at(-90 * time.Second)})
+	release := h.hold(first.ID, second.ID)
+	defer release()
+	h.claimOneWith(readyOnly(t0), free.ID)
+}

@@ -259,6 +259,9 @@ var registry = []Invariant{
 	{ID: "FAIR-004", Area: AreaFair, Behaviour: "admission_follows_each_transition", Spec: nil,
 		Summary: "a claimed at-wake commit, an unclaimed immediate mutation and an abandon give up the scope's admission; a claimed immediate commit keeps it",
 		Source:  "spec §4, §6.6", Requires: FeatureTenantFairPolicy, check: checkAdmissionTransitions},
+	{ID: "FAIR-005", Area: AreaFair, Behaviour: "held_runs_keep_admitted_runs_first", Spec: nil,
+		Summary: "when the admitted runs a scope's page holds are all held, a claim leases the scope's free admitted run, not an older queued one",
+		Source:  "spec §6.6; ports.RunStore.ClaimDue: skipping rows a concurrent writer holds", Requires: FeatureTenantFairPolicy, check: checkFairHeldKeepsAdmittedFirst},
 
 	// REFRESH.
 	{ID: "REFRESH-001", Area: AreaRefresh, Behaviour: "claimed_at_never_moves_backwards", Spec: []int{41},
