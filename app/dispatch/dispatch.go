@@ -930,7 +930,7 @@ func (d *Dispatcher) notePoll(err error) {
 			*f = failureLog{}
 			return
 		}
-		attrs := []any{slog.Int("failed_polls", f.failed), slog.Duration("failing_for", now.Sub(f.began).Round(time.Millisecond))}
+		attrs := []any{slog.Int("failed_polls", f.failed), slog.Duration("failing_for", max(now.Sub(f.began), 0).Round(time.Millisecond))}
 		if f.kind == failureInactive {
 			d.cfg.Logger.Info("docket claims runs again: the schema's claim policy is this engine's",
 				append(attrs, slog.String("claim_policy", d.cfg.ClaimPolicy))...)
@@ -965,6 +965,15 @@ func (d *Dispatcher) notePoll(err error) {
 		return
 	}
 	f.failed++
+	// Clock is a wall clock: set back, it re-anchors the episode, so the
+	// next reminder is a minute after the step, not once the clock has
+	// caught up with the last one, and failing_for is never negative.
+	if now.Before(f.reminded) {
+		f.reminded = now
+	}
+	if now.Before(f.began) {
+		f.began = now
+	}
 	if now.Sub(f.reminded) < failureReminder {
 		return
 	}

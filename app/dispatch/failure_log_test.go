@@ -164,3 +164,41 @@ func TestAPollMeetingTheLockedGateIsNoWarning(t *testing.T) {
 	assert.Equal(t, 1, logs.count(slog.LevelInfo), "its end, once")
 	assert.Equal(t, 1, logs.count(slog.LevelDebug), "the lock met with no episode under way")
 }
+
+// The reminder follows the dispatcher's clock, a wall clock: when it is
+// set back (a time sync), a failure that persists is still reminded of a
+// minute later, not only once the clock has caught up with the last
+// reminder.
+func TestAPollFailureIsRemindedOfAfterTheClockIsSetBack(t *testing.T) {
+	t.Parallel()
+	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) {
+		return nil, errors.New("dial tcp: connection refused")
+	})
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	logs := &recordLog{}
+	d := newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Logger = slog.New(logs)
+		c.Clock = ports.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) })
+	})
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	calls := 1
+	polls := func(n int) {
+		for range n {
+			calls++
+			d.RequestPoll()
+			store.waitCall(t, calls)
+		}
+	}
+
+	polls(3)
+	require.Equal(t, 1, logs.count(slog.LevelWarn), "the failure begins")
+	now.Add(-int64(time.Hour))
+	polls(3)
+	now.Add(int64(time.Minute))
+	polls(3)
+	assert.Equal(t, 2, logs.count(slog.LevelWarn), "a minute after the clock was set back, one reminder")
+	_, attrs := logs.last()
+	assert.NotContains(t, attrs["failing_for"], "-", "never failing for a negative time")
+}
