@@ -73,9 +73,3 @@ func (s *Store) ExplainClaimForTest(ctx context.Context, r claim.Request) ([]byt
 	err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+s.claimSQL, s.claimArgs(r.Normalized())...).Scan(&plan)
 	return plan, err
 }
-
-// SetWindowedDueScanForTest makes a tenant-fair store scan up to n due
-// runs before it walks the scopes instead (0: always walk).
-func (s *Store) SetWindowedDueScanForTest(n int) {
-	s.claimSQL = windowedClaimSQL(s.schema, n)
-}

@@ -72,7 +72,7 @@ func renderStatements(schema string) statements {
 	r := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", quoted) }
 	return statements{
 		claimDue:         r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueLegacy, "{mode}", claim.AdmissionModeLegacy))),
-		claimDueWindowed: windowedClaimSQL(schema, windowedDueScan),
+		claimDueWindowed: r(claimClocks.Replace(strings.ReplaceAll(sqlClaimDueWindowed, "{mode}", claim.AdmissionModeWindowed))),
 		commitClaimed:    bindEventCTEs(r(sqlCommitClaimed+freshEventCTEs), commitClaimedFirstEventParam),
 		commitReplayable: bindEventCTEs(r(sqlCommitClaimed+eventCTEs), commitClaimedFirstEventParam),
 		commitUnclaimed:  bindEventCTEs(r(sqlCommitUnclaimed+eventCTEs), commitUnclaimedFirstEventParam),
@@ -104,19 +104,6 @@ func renderStatements(schema string) statements {
 		runsTable:        quoted + ".docket_runs",
 		graphsTable:      quoted + ".docket_graph_versions",
 	}
-}
-
-// windowedDueScan bounds the tenant-fair claim's scan of due runs: up to
-// this many due runs, the scopes are read off them; beyond, the claim
-// walks the scopes holding queued runs instead (see sqlClaimDueWindowed).
-const windowedDueScan = 1024
-
-// windowedClaimSQL renders sqlClaimDueWindowed for schema with a due scan
-// of dueScan runs.
-func windowedClaimSQL(schema string, dueScan int) string {
-	sql := strings.NewReplacer("{mode}", claim.AdmissionModeWindowed, "{dueScan}", strconv.Itoa(dueScan),
-		"{schema}", pgx.Identifier{schema}.Sanitize()).Replace(sqlClaimDueWindowed)
-	return claimClocks.Replace(sql)
 }
 
 // claimClocks renders claimNow and claimCutoff into a claim statement.
@@ -194,13 +181,9 @@ const claimExpiredCTE = `expired AS MATERIALIZED (
 ),
 `
 
-// claimOutcomeTail applies the per-row outcome to the picked runs, read
-// by id (id = ANY of the picks): the picks are planned from the ready
-// class's estimate, which under the tenant-fair policy is far above
-// limit, and a join on it would read the whole runs table.
 const claimOutcomeTail = `
     FROM picked AS p
-    WHERE r.id = p.id AND r.id = ANY (ARRAY(SELECT pp.id FROM picked AS pp))
+    WHERE r.id = p.id
       AND r.status = 'running' AND r.poisoned_at IS NULL
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
@@ -285,31 +268,14 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //
 // Invariants (beyond sqlClaimDueLegacy's):
 //   - Admission happens only under the gate's 'windowed' authority.
-//   - Sampling: the scopes with at least one due ready run (so with
-//     unfinished runs: the scopes of docket_claim_schedule with
-//     unfinished_count > 0 that have due work); random order; at most
-//     limit scopes. A scope whose runs all sleep is never sampled. The
-//     schedule is not read: it keeps a row for every scope that ever had
-//     a run and has no index on its count (count updates stay HOT), so
-//     reading it would cost more with every tenant ever seen. Instead,
-//     the due ready runs are read in (wake_at, id) order, at most
-//     windowedDueScan + 1 of them (docket_runs_wake_at_id_index): when
-//     that reached them all, their scopes are the due scopes. Beyond it
-//     (a backlog), a recursive walk takes the next scope key of either
-//     scoped ready index (docket_runs_scope_queued_ready_index,
-//     docket_runs_scope_admitted_ready_index: a min() over scope_key,
-//     one index descent each, walking past only the entries between two
-//     keys), and per scope two probes keep the scopes with due work:
-//     each reads the first entry at or after the scope in the scoped
-//     index's (scope_key, wake_at) order, the scope's oldest ready run if
-//     it has one, and asks whether it is the scope's and due (a scalar
-//     subquery, never hashed over the whole backlog; ordered by a range
-//     on scope_key, which no sequential scan or other index serves
-//     without sorting the backlog, where an equality probe would be
-//     planned as a sequential scan when a few scopes hold the backlog). Either way the cost does
-//     not grow with the scopes whose runs all finished or wait: it is
-//     bounded by the due scan, and beyond it grows with the scopes
-//     holding queued runs (due or sleeping), not with the backlog.
+//   - Sampling: scopes of docket_claim_schedule with unfinished runs and at
+//     least one due ready run, found by two EXISTS probes (queued and
+//     admitted) that each match one partial index
+//     (docket_runs_scope_queued_ready_index,
+//     docket_runs_scope_admitted_ready_index); random order; at most limit
+//     scopes. A scope whose runs all sleep is never sampled. The schedule
+//     keeps a row for every scope that ever had a run, so the claim's cost
+//     grows with the number of tenants ever seen (docs/operations.md).
 //   - Per-scope page (LATERAL, no locks): up to 2·limit due admitted
 //     runs and up to 2·limit due queued runs, each by (wake_at, id),
 //     ranked admitted first then (wake_at, id) into scope_rank, cut at
@@ -319,10 +285,8 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     unlocked, the first limit rows of the breadth-first order are the
 //     same as with pages of limit. Doubled as bigint: twice a 32-bit
 //     limit overflows integer.
-//   - Breadth first: the pooled pages are re-read from docket_runs by
-//     id (id = ANY of the pool's: the pool is planned at 2·limit runs per
-//     sampled scope, and a join on that estimate reads the whole table at
-//     a large limit), the ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
+//   - Breadth first: the pooled pages are re-read from docket_runs, the
+//     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
 //     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
 //     sampled scope's first candidate comes before any scope's second, and
 //     a locked head is skipped, not waited on. That order is the ready
@@ -348,68 +312,24 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 // $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
 // $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
 var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
-    WITH RECURSIVE due AS MATERIALIZED (
-        SELECT r.scope_key
-        FROM {schema}.docket_runs AS r
-        WHERE EXISTS (SELECT 1 FROM authority)
-          AND r.status = 'running' AND r.poisoned_at IS NULL
-          AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
-          AND r.wake_at <= {now}
-        ORDER BY r.wake_at, r.id
-        LIMIT {dueScan} + 1
-    ),
-    walk (scope_key) AS (
-        SELECT LEAST((SELECT min(q.scope_key)
-                      FROM {schema}.docket_runs AS q
-                      WHERE q.status = 'running' AND q.poisoned_at IS NULL
-                        AND q.tenant_admitted_at IS NULL
-                        AND q.claim_token IS NULL AND q.wake_at IS NOT NULL),
-                     (SELECT min(a.scope_key)
+    SELECT s.scope_key
+    FROM {schema}.docket_claim_schedule AS s
+    WHERE EXISTS (SELECT 1 FROM authority)
+      AND s.unfinished_count > 0
+      AND (EXISTS (SELECT 1
+                   FROM {schema}.docket_runs AS q
+                   WHERE q.scope_key = s.scope_key
+                     AND q.status = 'running' AND q.poisoned_at IS NULL
+                     AND q.tenant_admitted_at IS NULL
+                     AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                     AND q.wake_at <= {now})
+           OR EXISTS (SELECT 1
                       FROM {schema}.docket_runs AS a
-                      WHERE a.status = 'running' AND a.poisoned_at IS NULL
-                        AND a.tenant_admitted_at IS NOT NULL
-                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL))
-        WHERE (SELECT count(*) FROM due) > {dueScan}
-        UNION ALL
-        SELECT LEAST((SELECT min(q.scope_key)
-                      FROM {schema}.docket_runs AS q
-                      WHERE q.scope_key > w.scope_key
-                        AND q.status = 'running' AND q.poisoned_at IS NULL
-                        AND q.tenant_admitted_at IS NULL
-                        AND q.claim_token IS NULL AND q.wake_at IS NOT NULL),
-                     (SELECT min(a.scope_key)
-                      FROM {schema}.docket_runs AS a
-                      WHERE a.scope_key > w.scope_key
+                      WHERE a.scope_key = s.scope_key
                         AND a.status = 'running' AND a.poisoned_at IS NULL
                         AND a.tenant_admitted_at IS NOT NULL
-                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL))
-        FROM walk AS w
-        WHERE w.scope_key IS NOT NULL
-    )
-    SELECT d.scope_key
-    FROM (SELECT DISTINCT scope_key
-          FROM due
-          WHERE (SELECT count(*) FROM due) <= {dueScan}
-          UNION ALL
-          SELECT w.scope_key
-          FROM walk AS w
-          WHERE w.scope_key IS NOT NULL
-            AND (COALESCE((SELECT q.scope_key = w.scope_key AND q.wake_at <= {now}
-                           FROM {schema}.docket_runs AS q
-                           WHERE q.scope_key >= w.scope_key
-                             AND q.status = 'running' AND q.poisoned_at IS NULL
-                             AND q.tenant_admitted_at IS NULL
-                             AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                           ORDER BY q.scope_key, q.wake_at
-                           LIMIT 1), false)
-                 OR COALESCE((SELECT a.scope_key = w.scope_key AND a.wake_at <= {now}
-                              FROM {schema}.docket_runs AS a
-                              WHERE a.scope_key >= w.scope_key
-                                AND a.status = 'running' AND a.poisoned_at IS NULL
-                                AND a.tenant_admitted_at IS NOT NULL
-                                AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                              ORDER BY a.scope_key, a.wake_at
-                              LIMIT 1), false))) AS d
+                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                        AND a.wake_at <= {now}))
     ORDER BY random()
     LIMIT $2::integer
 ),
@@ -446,8 +366,7 @@ fair AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
     FROM paged AS p
     JOIN {schema}.docket_runs AS r ON r.id = p.id
-    WHERE r.id = ANY (ARRAY(SELECT pp.id FROM paged AS pp))
-      AND r.status = 'running' AND r.poisoned_at IS NULL
+    WHERE r.status = 'running' AND r.poisoned_at IS NULL
       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
       AND r.wake_at <= {now}
     ORDER BY p.scope_rank, r.wake_at, r.id

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -304,10 +303,6 @@ func TestClaimDueExecutesTheWindowedPolicy(t *testing.T) {
 			ORDER BY x.ord`, ids, from, wakes, claims, attempts, poisoned, admitted)
 		require.NoError(rt, err)
 
-		// Both ways of finding the due scopes: reading the due runs (the
-		// store's bound is far above these few), or walking the scopes
-		// (a bound the due runs exceed).
-		env.store.SetWindowedDueScanForTest(rapid.SampledFrom([]int{0, 1, 3, 1024}).Draw(rt, "dueScan"))
 		req := claim.Request{
 			Now:              t0,
 			Limit:            rapid.IntRange(1, 5).Draw(rt, "limit"),
@@ -452,93 +447,11 @@ func TestWindowedClaimAcceptsTheLargestLimit(t *testing.T) {
 	assert.Equal(t, []string{r.ID}, leaseIDs(batch))
 }
 
-// planRelations collects the relations an EXPLAIN (FORMAT JSON) plan
-// reads.
-func planRelations(t *testing.T, plan []byte) []string {
-	t.Helper()
-	var doc []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(plan, &doc))
-	require.Len(t, doc, 1)
-	var names []string
-	var walk func(node map[string]any)
-	walk = func(node map[string]any) {
-		if name, ok := node["Relation Name"].(string); ok && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-		children, _ := node["Plans"].([]any)
-		for _, child := range children {
-			if c, ok := child.(map[string]any); ok {
-				walk(c)
-			}
-		}
-	}
-	walk(doc[0].Plan)
-	return names
-}
-
-// A tenant-fair claim reads nothing per scope whose runs have all
-// finished: such scopes keep their partition and schedule rows forever
-// (one per tenant that ever had a run), so a claim that read them would
-// cost more with every tenant ever seen. The plan, with many more idle
-// scopes than busy ones, reads neither table, and the claim still
-// serves every scope with due work.
-func TestWindowedClaimReadsNothingPerIdleScope(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	env := windowedEnv(t)
-	var due []string
-	for i := range 3 {
-		due = append(due, env.insertRun(t, ports.Tenant(fmt.Sprintf("busy-%d", i)), t0.Add(-time.Hour), t0).ID)
-	}
-	env.insertRun(t, ports.Tenant("sleeping"), t0.Add(-time.Hour), t0.Add(time.Hour))
-	idle := newRunID("idle") + "-"
-	t.Cleanup(func() {
-		_, _ = env.pool.Exec(context.Background(),
-			"DELETE FROM "+env.table("docket_claim_partitions")+" WHERE starts_with(scope_key, $1)", idle)
-	})
-	_, err := env.pool.Exec(ctx, "INSERT INTO "+env.table("docket_claim_partitions")+
-		" (scope_key) SELECT $1 || g FROM generate_series(1, 20000) AS g", idle)
-	require.NoError(t, err)
-	for _, table := range []string{"docket_claim_partitions", "docket_claim_schedule", "docket_runs"} {
-		_, err := env.pool.Exec(ctx, "ANALYZE "+env.table(table))
-		require.NoError(t, err)
-	}
-
-	// Both ways of finding the due scopes: reading the few due runs, and
-	// walking the scopes (what a claim does behind a large backlog).
-	for _, dueScan := range []int{1024, 0} {
-		env.store.SetWindowedDueScanForTest(dueScan)
-		for _, limit := range []int{1, 3, 100} {
-			plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
-			require.NoError(t, err)
-			read := planRelations(t, plan)
-			assert.Contains(t, read, "docket_runs")
-			assert.NotContains(t, read, "docket_claim_schedule", "due scan %d, limit %d", dueScan, limit)
-			assert.NotContains(t, read, "docket_claim_partitions", "due scan %d, limit %d", dueScan, limit)
-		}
-		batch, err := env.store.ClaimDue(ctx, readyAt(t0, 10))
-		require.NoError(t, err)
-		assert.ElementsMatch(t, due, leaseIDs(batch), "due scan %d", dueScan)
-		for _, l := range batch.Leases {
-			require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0))
-		}
-	}
-}
-
 // A scope whose runs all finished is not sampled, and is sampled again
 // as soon as it has due work.
 func TestWindowedClaimSamplesAScopeThatBecameActiveAgain(t *testing.T) {
 	t.Parallel()
-	for _, dueScan := range []int{1024, 0} {
-		t.Run(fmt.Sprintf("due scan %d", dueScan), func(t *testing.T) {
-			t.Parallel()
-			env := windowedEnv(t)
-			env.store.SetWindowedDueScanForTest(dueScan)
-			scopeBecameActiveAgain(t, env)
-		})
-	}
+	scopeBecameActiveAgain(t, windowedEnv(t))
 }
 
 func scopeBecameActiveAgain(t *testing.T, env *testEnv) {
@@ -580,168 +493,4 @@ func scopeBecameActiveAgain(t *testing.T, env *testEnv) {
 	batch, err = env.store.ClaimDue(ctx, readyAt(t0, 2))
 	require.NoError(t, err)
 	assert.Equal(t, []string{later.ID}, leaseIDs(batch))
-}
-
-// planScans collects the scans of relation in an EXPLAIN (FORMAT JSON)
-// plan, each as its node type, index, index condition and the CTE or
-// subplan it is within.
-func planScans(t *testing.T, plan []byte, relation string) []map[string]any {
-	t.Helper()
-	var doc []struct {
-		Plan map[string]any `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(plan, &doc))
-	require.Len(t, doc, 1)
-	var scans []map[string]any
-	var walk func(node map[string]any, within any)
-	walk = func(node map[string]any, within any) {
-		if name, ok := node["Subplan Name"]; ok {
-			within = fmt.Sprint(within, " > ", name)
-		}
-		if node["Relation Name"] == relation {
-			scans = append(scans, map[string]any{"Node Type": node["Node Type"], "Index Name": node["Index Name"],
-				"Index Cond": node["Index Cond"], "Within": within})
-		}
-		children, _ := node["Plans"].([]any)
-		for _, child := range children {
-			if c, ok := child.(map[string]any); ok {
-				walk(c, within)
-			}
-		}
-	}
-	walk(doc[0].Plan, nil)
-	return scans
-}
-
-// A tenant-fair claim's pool of pages is planned for twice the limit runs
-// per sampled scope, far more than it holds; at a large limit that
-// estimate must not make the claim read the whole runs table to lock its
-// candidates or to lease them: they are read by id. The plan, at large
-// limits over a few thousand runs, locks and leases the candidates
-// without a sequential scan of docket_runs or a scan of its primary key
-// without a condition.
-func TestAWindowedClaimReadsItsCandidatesByID(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	env := windowedEnv(t)
-	bulkDueRuns(t, env)
-
-	for _, limit := range []int{500, 1000} {
-		plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
-		require.NoError(t, err)
-		for _, scan := range planScans(t, plan, "docket_runs") {
-			within := fmt.Sprint(scan["Within"])
-			if !strings.HasSuffix(within, "CTE fair") && !strings.HasSuffix(within, "CTE outcome") {
-				continue // the sampling and the fill read through their own indexes
-			}
-			assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
-			if scan["Index Name"] == "docket_runs_pkey" {
-				assert.NotNil(t, scan["Index Cond"], "limit %d: %v", limit, scan)
-			}
-		}
-	}
-}
-
-// bulkDueRuns adds twenty scopes of 300 runs each, due at once, and
-// analyzes the runs table.
-func bulkDueRuns(t *testing.T, env *testEnv) {
-	t.Helper()
-	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		_, err := env.pool.Exec(ctx, sql, args...)
-		require.NoError(t, err)
-	}
-	tenant := newRunID("tmpl")
-	tmpl := env.insertRun(t, ports.Tenant(tenant), t0.Add(-time.Hour), t0.Add(time.Hour))
-	prefix := newRunID("bulk") + "-"
-	t.Cleanup(func() {
-		for _, table := range []string{"docket_runs", "docket_graph_versions", "docket_claim_partitions"} {
-			_, _ = env.pool.Exec(context.Background(), "DELETE FROM "+env.table(table)+" WHERE starts_with(scope_key, $1)", prefix)
-		}
-	})
-	// Twenty scopes of 300 runs each, due at once.
-	exec("INSERT INTO "+env.table("docket_claim_partitions")+" (scope_key) SELECT $1 || g FROM generate_series(1, 20) AS g", prefix)
-	exec("INSERT INTO "+env.table("docket_graph_versions")+" (tenant_id, graph_id, graph_hash, graph)"+
-		" SELECT $1 || g, graph_id, graph_hash, graph FROM "+env.table("docket_graph_versions")+
-		" CROSS JOIN generate_series(1, 20) AS g WHERE tenant_id = $2", prefix, tenant)
-	cols := "graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq, inserted_at, started_at, updated_at"
-	exec("INSERT INTO "+env.table("docket_runs")+" (run_id, tenant_id, wake_at, "+cols+")"+
-		" SELECT $1 || g, $1 || (g % 20 + 1), $2::timestamptz - g * interval '1 ms', "+cols+
-		" FROM "+env.table("docket_runs")+" CROSS JOIN generate_series(1, 6000) AS g WHERE run_id = $3",
-		prefix, t0.Add(-time.Minute), tmpl.ID)
-	exec("ANALYZE " + env.table("docket_runs"))
-}
-
-// Behind a backlog a tenant-fair claim walks the scopes and probes each
-// for due work. When a few scopes hold the backlog, a probe for one scope
-// must not read the others' runs: the plan reads docket_runs nowhere in
-// the sampling by a sequential scan, and the claim serves every scope.
-func TestAWindowedClaimProbesAScopeThroughItsIndex(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	env := windowedEnv(t)
-	bulkDueRuns(t, env)
-	for _, limit := range []int{1, 20, 100} {
-		plan, err := env.store.ExplainClaimForTest(ctx, readyAt(t0, limit))
-		require.NoError(t, err)
-		for _, scan := range planScans(t, plan, "docket_runs") {
-			if strings.Contains(fmt.Sprint(scan["Within"]), "CTE sampled") {
-				assert.NotEqual(t, "Seq Scan", scan["Node Type"], "limit %d: %v", limit, scan)
-			}
-		}
-	}
-	batch, err := env.store.ClaimDue(ctx, readyAt(t0, 20))
-	require.NoError(t, err)
-	scopes := map[string]bool{}
-	for _, l := range batch.Leases {
-		scopes[l.Owner.Key()] = true
-	}
-	assert.Len(t, scopes, 20, "one lease for each of the twenty scopes")
-}
-
-// The scopes a tenant-fair claim samples are the scopes with due work,
-// whether it reads them off the due runs (up to its due scan) or walks
-// the scopes (beyond it): at exactly the scan and one run past it, with
-// a scope whose only due run is admitted, one whose runs all sleep and
-// a poisoned run, a claim of one lease per scope leases one run of every
-// scope with due work, and none of the others.
-func TestAWindowedClaimSamplesTheScopesWithDueWorkAtTheScanBoundary(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	for _, extra := range []int{0, 1} {
-		t.Run(fmt.Sprintf("scan plus %d", extra), func(t *testing.T) {
-			t.Parallel()
-			env := windowedEnv(t)
-			queued := env.insertRun(t, ports.Tenant("queued"), t0.Add(-time.Hour), t0.Add(-3*time.Second))
-			admitted := env.insertRun(t, ports.Tenant("admitted"), t0.Add(-time.Hour), t0.Add(-2*time.Second))
-			_, err := env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+
-				" SET tenant_admitted_at = $2 WHERE run_id = $1", admitted.ID, t0.Add(-time.Hour))
-			require.NoError(t, err)
-			env.insertRun(t, ports.Tenant("sleeping"), t0.Add(-time.Hour), t0.Add(time.Hour))
-			poisoned := env.insertRun(t, ports.Tenant("poisoned"), t0.Add(-time.Hour), t0.Add(-time.Second))
-			_, err = env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+" SET wake_at = NULL, poisoned_at = $2,"+
-				" poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = $1", poisoned.ID, t0.Add(-time.Minute))
-			require.NoError(t, err)
-			busy := []string{}
-			for i := range 2 + extra {
-				busy = append(busy, env.insertRun(t, ports.Tenant("busy"), t0.Add(-time.Hour), t0.Add(time.Duration(i-60)*time.Second)).ID)
-			}
-			// Due runs: queued, admitted and the busy ones, the scan's worth
-			// and extra more.
-			env.store.SetWindowedDueScanForTest(4)
-			for range 5 {
-				batch, err := env.store.ClaimDue(ctx, readyAt(t0, 3))
-				require.NoError(t, err)
-				leased := leaseIDs(batch)
-				require.Len(t, leased, 3)
-				assert.Contains(t, leased, queued.ID)
-				assert.Contains(t, leased, admitted.ID)
-				assert.Contains(t, leased, busy[0])
-				for _, l := range batch.Leases {
-					require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0.Add(-time.Hour)))
-				}
-			}
-		})
-	}
 }

@@ -136,6 +136,10 @@ type Docket struct {
 	// Steps is the number of supersteps one run of the graph commits.
 	Steps int
 	store *postgres.Store
+	// tenants and their graph references, when DocketOptions.Tenants is
+	// set: run i belongs to tenants[i % len(tenants)].
+	tenants []*engine.Client
+	refs    []engine.GraphRef
 }
 
 // DocketOptions configure OpenDocket.
@@ -149,6 +153,10 @@ type DocketOptions struct {
 	Telemetry ports.Telemetry
 	// Tracer, when set, traces the pool's statements (drainprobe).
 	Tracer pgx.QueryTracer
+	// Tenants, when above zero, runs the engine in tenant-required mode
+	// with the tenant-fair claim policy, and StartRuns spreads the runs
+	// over this many tenants, round robin (drainprobe).
+	Tenants int
 }
 
 // OpenDocket migrates db, opens the PostgreSQL store and an engine with
@@ -178,6 +186,11 @@ func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, er
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	storeCfg := postgres.Config{Pool: pool, Schema: DocketSchema}
+	tenantMode := engine.TenantNone
+	if o.Tenants > 0 {
+		storeCfg.Policy = engine.ClaimPolicyTenantFair.Policy()
+		tenantMode = engine.TenantRequired
+	}
 	if !o.PollOnly {
 		listener, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg.ConnConfig, Schema: DocketSchema})
 		if err != nil {
@@ -196,6 +209,7 @@ func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, er
 		Backend:    d.store,
 		Nodes:      registry(),
 		PollOnly:   o.PollOnly,
+		TenantMode: tenantMode,
 		Dispatcher: engine.DispatcherConfig{Concurrency: o.Concurrency, PollInterval: poll},
 		Logger:     discardLogger(),
 		Telemetry:  o.Telemetry,
@@ -207,8 +221,18 @@ func OpenDocket(ctx context.Context, db *Database, o DocketOptions) (*Docket, er
 	if err != nil {
 		return nil, err
 	}
-	if d.Ref, err = d.Engine.SaveGraph(ctx, g); err != nil {
-		return nil, fmt.Errorf("save graph: %w", err)
+	for i := range o.Tenants {
+		c := d.Engine.Tenant(fmt.Sprintf("tenant-%05d", i))
+		ref, err := c.SaveGraph(ctx, g)
+		if err != nil {
+			return nil, fmt.Errorf("save graph: %w", err)
+		}
+		d.tenants, d.refs = append(d.tenants, c), append(d.refs, ref)
+	}
+	if o.Tenants == 0 {
+		if d.Ref, err = d.Engine.SaveGraph(ctx, g); err != nil {
+			return nil, fmt.Errorf("save graph: %w", err)
+		}
 	}
 	d.Steps = steps
 	ok = true
@@ -241,8 +265,12 @@ func (d *Docket) StartRunsWith(ctx context.Context, n, callers int) error {
 	errs := make(chan error, callers)
 	for range callers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if _, err := d.Engine.StartRun(ctx, d.Ref, map[string]any{"in": "x"}); err != nil {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				c, ref := d.Engine.Client, d.Ref
+				if len(d.tenants) > 0 {
+					c, ref = d.tenants[i%int64(len(d.tenants))], d.refs[i%int64(len(d.refs))]
+				}
+				if _, err := c.StartRun(ctx, ref, map[string]any{"in": "x"}); err != nil {
 					errs <- err
 					return
 				}

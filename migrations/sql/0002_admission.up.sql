@@ -85,8 +85,7 @@ CREATE TABLE {{.Schema}}.docket_claim_schedule (
 -- No index covers unfinished_count or updated_at: the count changes with
 -- every started and every finished run, and only an update that touches
 -- no indexed column is a HOT update (no index entries, dead versions
--- pruned on the page). Claims never read it: tenant-fair sampling finds
--- the scopes with due work through the ready indexes of docket_runs.
+-- pruned on the page). Scope sampling reads this small table whole.
 
 -- Guards the schedule: membership is immutable, the count belongs to the
 -- run-activity trigger, and a row leaves only with its partition and

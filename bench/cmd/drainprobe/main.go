@@ -28,6 +28,7 @@ func main() {
 	spanStats := flag.Bool("spans", false, "record engine spans during the drain and print their durations")
 	sqlSpans := flag.Bool("sql", false, "with -latency, also break down the statements (adds tracing cost)")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
+	tenants := flag.Int("tenants", 0, "spread the runs over this many tenants, in tenant-required mode with the tenant-fair claim policy (0: one tenantless FIFO drain)")
 	schemaSQL := flag.String("schema-sql", "", "run this SQL file ({schema} is the engine's schema) after migrating: what-if storage shapes, never a supported schema")
 	flag.Parse()
 	ctx := context.Background()
@@ -43,7 +44,7 @@ func main() {
 		defer db.Drop(ctx)
 	}
 	spans := &spanLog{}
-	opts := dbbench.DocketOptions{Shape: *shape, Concurrency: *conc}
+	opts := dbbench.DocketOptions{Shape: *shape, Concurrency: *conc, Tenants: *tenants}
 	if *lat > 0 || *spanStats {
 		opts.Telemetry = spans
 	}
