@@ -82,26 +82,8 @@ func TestAPersistentPollFailureIsLoggedOnceAMinuteNotOnEveryPoll(t *testing.T) {
 				}
 				return empty(), nil
 			})
-			var now atomic.Int64
-			now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-			logs := &recordLog{}
-			d := newDispatcher(t, store, func(c *dispatch.Config) {
-				c.Logger = slog.New(logs)
-				c.ClaimPolicy = "legacy"
-				c.Clock = ports.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) })
-			})
-			require.NoError(t, d.Start(context.Background()))
-			t.Cleanup(func() { _ = d.Stop(context.Background()) })
-			calls := 1
-			// polls makes n more polls; each one's predecessor has been
-			// handled once it begins.
-			polls := func(n int) {
-				for range n {
-					calls++
-					d.RequestPoll()
-					store.waitCall(t, calls)
-				}
-			}
+			d, logs, now, polls := startLogged(t, store, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+				func(c *dispatch.Config) { c.ClaimPolicy = "legacy" })
 
 			polls(20)
 			assert.Equal(t, 1, logs.count(slog.LevelWarn), "twenty failed polls, one warning")
@@ -174,23 +156,7 @@ func TestAPollFailureIsRemindedOfAfterTheClockIsSetBack(t *testing.T) {
 	store := newFakeStore(func(int, claim.Request) (*ports.ClaimBatch, error) {
 		return nil, errors.New("dial tcp: connection refused")
 	})
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	logs := &recordLog{}
-	d := newDispatcher(t, store, func(c *dispatch.Config) {
-		c.Logger = slog.New(logs)
-		c.Clock = ports.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) })
-	})
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(func() { _ = d.Stop(context.Background()) })
-	calls := 1
-	polls := func(n int) {
-		for range n {
-			calls++
-			d.RequestPoll()
-			store.waitCall(t, calls)
-		}
-	}
+	_, logs, now, polls := startLogged(t, store, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), nil)
 
 	polls(3)
 	require.Equal(t, 1, logs.count(slog.LevelWarn), "the failure begins")
@@ -201,4 +167,31 @@ func TestAPollFailureIsRemindedOfAfterTheClockIsSetBack(t *testing.T) {
 	assert.Equal(t, 2, logs.count(slog.LevelWarn), "a minute after the clock was set back, one reminder")
 	_, attrs := logs.last()
 	assert.NotContains(t, attrs["failing_for"], "-", "never failing for a negative time")
+}
+
+// startLogged starts a dispatcher on store whose log it records and whose
+// clock reads now (start, moved by the test); polls makes n more polls,
+// each one's predecessor handled once it begins.
+func startLogged(t *testing.T, store *fakeStore, start time.Time, configure func(*dispatch.Config)) (d *dispatch.Dispatcher, logs *recordLog, now *atomic.Int64, polls func(n int)) {
+	t.Helper()
+	logs, now = &recordLog{}, &atomic.Int64{}
+	now.Store(start.UnixNano())
+	d = newDispatcher(t, store, func(c *dispatch.Config) {
+		c.Logger = slog.New(logs)
+		c.Clock = ports.ClockFunc(func() time.Time { return time.Unix(0, now.Load()) })
+		if configure != nil {
+			configure(c)
+		}
+	})
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	calls := 1
+	polls = func(n int) {
+		for range n {
+			calls++
+			d.RequestPoll()
+			store.waitCall(t, calls)
+		}
+	}
+	return d, logs, now, polls
 }
