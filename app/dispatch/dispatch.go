@@ -401,18 +401,9 @@ func (d *Dispatcher) loop() {
 			}
 		case res := <-d.pollDone:
 			polling = false
-			switch {
-			case res.err == nil:
+			if res.err == nil {
 				d.answered.Store(d.cfg.Clock.Now().UnixNano())
 				d.unanswered.Store(0)
-				d.unavailable.Store(nil)
-			case !errors.Is(res.err, context.Canceled):
-				var unavailable *ports.ClaimPolicyUnavailableError
-				if errors.As(res.err, &unavailable) {
-					d.unavailable.Store(&unavailable.Reason)
-				} else {
-					d.unavailable.Store(nil)
-				}
 			}
 			d.notePoll(res.err)
 			launched, poisoned := d.handle(context.Background(), res, inFlight, false)
@@ -917,12 +908,19 @@ const (
 	failureOther      = "other"
 )
 
-// notePoll logs what one finished claim poll changes (the loop's
-// goroutine only; a poll the dispatcher cancelled changes nothing).
+// notePoll records the admission refusal of one finished claim poll for
+// PollStatus and logs what the poll changes (the loop's goroutine only; a
+// poll the dispatcher cancelled changes nothing).
 func (d *Dispatcher) notePoll(err error) {
 	f := &d.failures
 	if errors.Is(err, context.Canceled) {
 		return
+	}
+	var unavailable *ports.ClaimPolicyUnavailableError
+	if errors.As(err, &unavailable) {
+		d.unavailable.Store(&unavailable.Reason)
+	} else {
+		d.unavailable.Store(nil)
 	}
 	now := d.cfg.Clock.Now()
 	if err == nil {
@@ -941,8 +939,7 @@ func (d *Dispatcher) notePoll(err error) {
 		return
 	}
 	kind := failureOther
-	var unavailable *ports.ClaimPolicyUnavailableError
-	if errors.As(err, &unavailable) {
+	if unavailable != nil {
 		switch unavailable.Reason {
 		case ports.UnavailableInactiveEngine:
 			kind = failureInactive
