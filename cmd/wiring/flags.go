@@ -147,8 +147,8 @@ func (f *WorkerFlags) EngineConfig() (engine.Config, error) {
 	case events.set != runs.set:
 		bad("pruning needs both --event-retention and --run-retention")
 	case runs.set:
-		if events.d > runs.d {
-			bad("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", events.s, runs.s)
+		if err := CheckRetentions(&events, &runs); err != nil {
+			bad("%s", err)
 		}
 		if f.batchSize < 1 || f.batchSize > math.MaxInt32 {
 			bad("--batch-size must be in 1..%d", math.MaxInt32)
@@ -227,6 +227,15 @@ func joinNames(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// CheckRetentions refuses, in the flags' names, an --event-retention
+// above the --run-retention: a pruned run's events go with it.
+func CheckRetentions(events, runs *Retention) error {
+	if events.d > runs.d {
+		return fmt.Errorf("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", events.s, runs.s)
+	}
+	return nil
 }
 
 // Retention is a flag value for a retention: a duration ("72h") or whole

@@ -17,10 +17,10 @@ import (
 // checkPruneFlags refuses, naming the flags, the prune settings that the
 // pruner's own validation would refuse by the names of its Go fields.
 func checkPruneFlags(events, runs wiring.Retention, batch int) error {
-	switch {
-	case events.Duration() > runs.Duration():
-		return usagef("--event-retention (%s) must not exceed --run-retention (%s): a pruned run's events go with it", &events, &runs)
-	case batch < 1 || batch > math.MaxInt32:
+	if err := wiring.CheckRetentions(&events, &runs); err != nil {
+		return usageErr(err)
+	}
+	if batch < 1 || batch > math.MaxInt32 {
 		return usagef("--batch-size must be in 1..%d", math.MaxInt32)
 	}
 	return nil
