@@ -155,7 +155,7 @@ func (a *app) rootCommand() *cobra.Command {
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.bindEnv(cmd) },
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueError(err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL connection string (also DATABASE_URL, or the PG* variables)")
 	pf.StringVar(&a.schema, "schema", "", "Docket schema (default: where the search_path finds docket_runs; migrate: else public)")
@@ -195,6 +195,9 @@ func (a *app) bindEnv(cmd *cobra.Command) error {
 				continue
 			}
 			if err := f.Value.Set(v); err != nil {
+				if want, ok := wantedValue(err); ok {
+					err = errors.New(want)
+				}
 				problems = append(problems, usageErr(fmt.Errorf("%s=%q: %v", name, v, err)))
 			}
 			f.Changed = true

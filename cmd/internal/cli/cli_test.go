@@ -63,6 +63,36 @@ func TestBadEnvironmentValuesAreUsageErrors(t *testing.T) {
 	assert.Contains(t, res.stderr, "DOCKET_JSON")
 }
 
+// A flag value of the wrong type is told in the flag's terms, not in the
+// parser's (strconv.ParseInt: parsing "abc": invalid syntax).
+func TestFlagValuesOfTheWrongTypeSayWhatTheFlagWants(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"runs", "list", "--limit", "abc"}, `--limit "abc": want an integer`},
+		{[]string{"runs", "list", "--limit", "99999999999999999999"}, `--limit "99999999999999999999": out of range`},
+		{[]string{"runs", "list", "--all=maybe"}, `--all "maybe": want true or false`},
+		{[]string{"runs", "await", "run_1", "--timeout", "5"}, `--timeout "5": want a duration with a unit`},
+		{[]string{"events", "tail", "-f=maybe"}, `--follow "maybe": want true or false`},
+	} {
+		res := c.fails(ExitUsage, tc.args...)
+		assert.Contains(t, res.stderr, tc.want, tc.args)
+		assert.NotContains(t, res.stderr, "strconv", tc.args)
+		assert.NotContains(t, res.stderr, "time:", tc.args)
+	}
+	for env, want := range map[string]string{
+		"DOCKET_JSON":  `DOCKET_JSON="maybe": want true or false`,
+		"DOCKET_LIMIT": `DOCKET_LIMIT="maybe": want an integer`,
+	} {
+		res := newCLI(t, map[string]string{env: "maybe"}).fails(ExitUsage, "runs", "list")
+		assert.Contains(t, res.stderr, want)
+		assert.NotContains(t, res.stderr, "strconv")
+	}
+}
+
 func TestErrorsAreJSONWithTheJSONFlag(t *testing.T) {
 	t.Parallel()
 	res := newCLI(t, nil).run("graph", "validate", "/no/such/file.json", "--json")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/domain/graph"
@@ -54,6 +56,42 @@ func about(what, id string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s %q: %w", what, id, err)
+}
+
+// flagValueError words a flag value the parser refused by what the flag
+// wants (--limit "abc": want an integer) rather than in the parser's own
+// terms (strconv.ParseInt: parsing "abc": invalid syntax). Other errors,
+// and the refusals of docket's own flag types, which name what they want
+// already, are returned unchanged.
+func flagValueError(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	want, ok := wantedValue(errors.Unwrap(bad))
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("--%s %q: %s", bad.GetFlag().Name, bad.GetValue(), want)
+}
+
+// wantedValue says what a value of a standard flag type looks like, when
+// cause is its parser's refusal; ok is false for any other cause.
+func wantedValue(cause error) (want string, ok bool) {
+	var num *strconv.NumError
+	switch {
+	case errors.As(cause, &num) && num.Func == "ParseBool":
+		return "want true or false", true
+	case errors.As(cause, &num) && errors.Is(num.Err, strconv.ErrRange):
+		return "out of range", true
+	case errors.As(cause, &num) && num.Func == "ParseFloat":
+		return "want a number", true
+	case errors.As(cause, &num):
+		return "want an integer", true
+	case cause != nil && strings.HasPrefix(cause.Error(), "time: "):
+		return "want a duration with a unit, such as 500ms, 30s, 5m or 2h", true
+	}
+	return "", false
 }
 
 func usageErr(err error) error { return &exitError{code: ExitUsage, kind: "usage", err: err} }
