@@ -192,11 +192,17 @@ func engineRules(cfg engine.Config) error {
 	}
 	var problems []error
 	for _, e := range each {
+		msg := e.Error()
 		var ce *engine.ConfigError
-		if errors.As(e, &ce) && ce.Field == "Backend" {
-			continue
+		if errors.As(e, &ce) {
+			if ce.Field == "Backend" {
+				continue
+			}
+			// Without the "engine config:" its Error puts before each
+			// field: the user gave flags, not an engine.Config.
+			msg = ce.Field + " " + ce.Reason
 		}
-		problems = append(problems, &flagError{msg: engineFlagNames.Replace(e.Error())})
+		problems = append(problems, &flagError{msg: engineFlagNames.Replace(msg)})
 	}
 	return errors.Join(problems...)
 }

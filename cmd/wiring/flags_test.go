@@ -113,7 +113,7 @@ func TestInvalidWorkerFlagsNameTheFlags(t *testing.T) {
 			for _, want := range tc.want {
 				assert.Contains(t, err.Error(), want)
 			}
-			for _, field := range []string{"Dispatcher.", "Vehicle.", "MaxAttemptElapsed", "Pruner", "Retention", "BatchSize", "Backend"} {
+			for _, field := range []string{"Dispatcher.", "Vehicle.", "MaxAttemptElapsed", "Pruner", "Retention", "BatchSize", "Backend", "engine config"} {
 				assert.NotContains(t, err.Error(), field, "no Go field names")
 			}
 		})
