@@ -137,6 +137,7 @@ func TestGraphValidate(t *testing.T) {
 		}
 		assert.Contains(t, codes, "unknown_edge_target")
 		assert.Contains(t, res.stderr, "1 of 1 graph document(s) are invalid")
+		assert.NotContains(t, res.stderr, "--any-nodes", "its nodes are all known")
 	})
 
 	t.Run("a malformed file is a one-line usage error", func(t *testing.T) {
@@ -211,7 +212,9 @@ func TestGraphValidate(t *testing.T) {
 	t.Run("unknown nodes need --any-nodes", func(t *testing.T) {
 		custom := graphFile(t, `{"schema_version":1,"id":"custom","nodes":{"a":{"implementation":{"type":"module","implementation":"mine.node"}}},
 			"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)
-		assert.Equal(t, ExitFailure, c.run("graph", "validate", custom).code)
+		res := c.run("graph", "validate", custom)
+		assert.Equal(t, ExitFailure, res.code)
+		assert.Contains(t, res.stderr, "--any-nodes accepts the nodes only your own worker registers", "the way out is named")
 		c.ok("graph", "validate", "--any-nodes", custom)
 	})
 
@@ -393,7 +396,16 @@ func TestPublishShowAndRenderStoredGraphs(t *testing.T) {
 	c.fails(ExitNotFound, "graph", "show", "no-such-graph")
 	c.fails(ExitNotFound, "graph", "show", demo.GraphID, "--hash", strings.Repeat("0", 64))
 	c.fails(ExitNotFound, "graph", "render", "no-such-graph")
-	c.fails(ExitUsage, "graph", "publish", graphFile(t, `{"schema_version":1,"id":"g","edges":{"x":{"from":"$start","to":"nowhere"}}}`))
+	res := c.fails(ExitUsage, "graph", "publish", graphFile(t, `{"schema_version":1,"id":"g","edges":{"x":{"from":"$start","to":"nowhere"}}}`))
+	assert.NotContains(t, res.stderr, "worker binary", "a graph of the example nodes is only invalid")
+
+	// The CLI knows only the example nodes: a graph of the application's
+	// own is published by its own worker, and the refusal says so.
+	custom := graphFile(t, `{"schema_version":1,"id":"custom","nodes":{"a":{"implementation":{"type":"module","implementation":"mine.node"}}},
+		"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)
+	res = c.fails(ExitUsage, "graph", "publish", custom)
+	assert.Contains(t, res.stderr, `implementation "mine.node" is not registered`)
+	assert.Contains(t, res.stderr, "from your own worker binary")
 }
 
 // Ids longer than the stores hold are input mistakes (exit 2), never

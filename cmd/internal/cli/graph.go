@@ -163,6 +163,7 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 	}
 	var results []validationJSON
 	invalid := 0
+	unknownNodes := false // an invalid graph names nodes the examples lack
 	var unreadable []error
 	for _, file := range files {
 		g, err := a.readGraph(file)
@@ -197,6 +198,7 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 			res.Hash = compiled.Hash
 		} else {
 			invalid++
+			unknownNodes = unknownNodes || !permissive && namesUnknownNodes(diagnostics)
 		}
 		results = append(results, res)
 	}
@@ -231,9 +233,25 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 		return usageErr(fmt.Errorf("%d of %d file(s) are not graph documents; the first: %w", len(unreadable), len(files), unreadable[0]))
 	}
 	if invalid > 0 {
-		return failuref("%d of %d graph document(s) are invalid", invalid, len(files))
+		hint := ""
+		if unknownNodes {
+			hint = "; --any-nodes accepts the nodes only your own worker registers"
+		}
+		return failuref("%d of %d graph document(s) are invalid%s", invalid, len(files), hint)
 	}
 	return nil
+}
+
+// namesUnknownNodes reports whether diagnostics refuse a node
+// implementation no registry knows: for the CLI, which knows only the
+// example nodes, the mark of a graph of the application's own nodes.
+func namesUnknownNodes(diagnostics []graph.Diagnostic) bool {
+	for _, d := range diagnostics {
+		if d.Severity == graph.SeverityError && d.Code == graph.CodeInvalidNodeImplementation {
+			return true
+		}
+	}
+	return false
 }
 
 type versionJSON struct {
@@ -265,6 +283,9 @@ func (a *app) graphPublish(ctx context.Context, args []string, example bool) err
 	defer cleanup()
 	c := a.client(rt)
 	v, err := c.SaveGraphVersion(ctx, g)
+	if ce := (*graph.CompileError)(nil); errors.As(err, &ce) && namesUnknownNodes(ce.Diagnostics) {
+		return fmt.Errorf("%w; docket publishes graphs of the example nodes only: publish a graph of your own nodes from your own worker binary, which registers them (docs/cli.md, building your own worker binary)", err)
+	}
 	if err != nil {
 		return err
 	}
