@@ -564,9 +564,32 @@ func (a *app) printRested(r *run.Run) {
 		tenant = " --tenant " + shellQuote(a.tenant)
 	}
 	for _, in := range r.OpenInterrupts() {
-		fmt.Fprintf(w, "waiting for: interrupt %s of node %s, answered with: docket interrupts resolve %s %s%s --value JSON\n",
-			oneLine(in.ID), oneLine(in.NodeID), oneLine(shellQuote(r.ID)), oneLine(shellQuote(in.ID)), oneLine(tenant))
+		fmt.Fprintf(w, "waiting for: interrupt %s of node %s, answered with: docket interrupts resolve %s %s%s %s\n",
+			oneLine(in.ID), oneLine(in.NodeID), oneLine(shellQuote(r.ID)), oneLine(shellQuote(in.ID)), oneLine(tenant), oneLine(answerFlag(in.Schema)))
 	}
+}
+
+// answerFlag is how the answer to an interrupt of schema s (its wire form)
+// is given: --string for a string, with an enum's values, since an answer
+// such as approved is not JSON and --value would refuse it; else --value.
+func answerFlag(s map[string]any) string {
+	typ, _ := s["type"].(string)
+	values, _ := s["values"].([]any)
+	switch {
+	case typ == "string":
+		return "--string TEXT"
+	case typ == "enum" && len(values) > 0:
+		flag := "--string TEXT"
+		each := make([]string, len(values))
+		for i, v := range values {
+			if _, ok := v.(string); !ok {
+				flag = "--value JSON"
+			}
+			each[i] = compactJSON(v)
+		}
+		return flag + " (one of " + strings.Join(each, ", ") + ")"
+	}
+	return "--value JSON"
 }
 
 // printStarted reports a started run whose wait ended without it.

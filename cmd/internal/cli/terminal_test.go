@@ -102,7 +102,36 @@ func TestRunsAwaitSaysWhyARunFailedAndWhatAWaitingRunWaitsFor(t *testing.T) {
 	out = c.ok("runs", "await", waiting.ID).stdout
 	assert.Contains(t, out, "run "+waiting.ID+": waiting\n")
 	assert.Contains(t, out, "interrupt question of node ask")
-	assert.Contains(t, out, "docket interrupts resolve "+waiting.ID+" question --value JSON")
+	assert.Contains(t, out, "docket interrupts resolve "+waiting.ID+" question --string TEXT\n",
+		"a string answer is not JSON: the command gives it with --string")
+}
+
+// TestAwaitedInterruptsSayHowTheirAnswerIsGiven: the command printed for
+// an open interrupt gives the answer with the flag that takes it, and an
+// enum's values, so that pasting it with a value works the first time.
+func TestAwaitedInterruptsSayHowTheirAnswerIsGiven(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+	for _, tc := range []struct {
+		schema *schema.Schema
+		want   string
+	}{
+		{schema.Enum("approved", "rejected"), `--string TEXT (one of "approved", "rejected")`},
+		{schema.Enum(1, 2), `--value JSON (one of 1, 2)`},
+		{schema.Float(), `--value JSON`},
+	} {
+		ask := tc.schema
+		reg := node.NewRegistry().MustRegister("acme.ask", node.New(nil,
+			func(context.Context, node.Input) (node.Output, error) {
+				return node.Interrupt(node.InterruptRequest{ID: "decision", ResumeChannel: "decision", Schema: ask}), nil
+			}))
+		_, r := appNodeRun(t, db, sch, reg, graph.New("acme-decide").
+			State("decision", ask).
+			State("out", schema.String()).
+			Node("ask", "acme.ask"))
+		out := c.ok("runs", "await", r.ID).stdout
+		assert.Contains(t, out, "docket interrupts resolve "+r.ID+" decision "+tc.want+"\n")
+	}
 }
 
 // TestDoneRunsAlwaysHaveAnOutputInJSON: a script reads the output of a
