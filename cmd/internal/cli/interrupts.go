@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,10 @@ func (a *app) interruptsCommand() *cobra.Command {
 			case raw != "":
 				var err error
 				if v, err = a.readValue("--value", raw); err != nil {
+					if given := strings.TrimSpace(raw); given != "" && given != "-" && !strings.ContainsRune(`@{["`, rune(given[0])) {
+						// approved for "approved": the answer was meant as a string.
+						return fmt.Errorf("%w; a plain string is given with --string %s", err, shellQuote(raw))
+					}
 					return err
 				}
 			default:

@@ -81,6 +81,11 @@ func TestInterruptsResolveAnswersARunOfNodesTheCLIDoesNotKnow(t *testing.T) {
 	c.okJSON(&open, "interrupts", "list", r.ID)
 	require.Len(t, open, 1)
 	c.fails(ExitUsage, "interrupts", "resolve", r.ID, "question", "--value", "42")
+	res := c.fails(ExitUsage, "interrupts", "resolve", r.ID, "question", "--value", "yes")
+	assert.Contains(t, res.stderr, "not valid JSON")
+	assert.Contains(t, res.stderr, "a plain string is given with --string yes", "the answer was meant as a string")
+	res = c.fails(ExitUsage, "interrupts", "resolve", r.ID, "question", "--value", `{"a":`)
+	assert.NotContains(t, res.stderr, "--string", "malformed JSON was meant as JSON")
 	c.fails(ExitNotFound, "interrupts", "resolve", r.ID, "no-such-interrupt", "--string", "yes")
 	var resolved runJSON
 	c.okJSON(&resolved, "interrupts", "resolve", r.ID, "question", "--string", "yes")
