@@ -198,9 +198,27 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	if a.json {
 		return printJSON(a.io.Out, open)
 	}
-	t := newTable(a.io.Out, "RUN", "INTERRUPT", "NODE", "RESUMES", "CREATED", "METADATA")
+	t := newTable(a.io.Out, "RUN", "INTERRUPT", "NODE", "ANSWER", "RESUMES", "CREATED", "METADATA")
 	for _, in := range open {
-		t.row(in.RunID, in.ID, in.NodeID, in.ResumeChannel, shortTimeOf(in.CreatedAt), orDash(compactMeta(in.Metadata)))
+		t.row(in.RunID, in.ID, in.NodeID, answerKind(in.Schema), in.ResumeChannel, shortTimeOf(in.CreatedAt), orDash(compactMeta(in.Metadata)))
 	}
 	return t.flush()
+}
+
+// answerKind says what answer an interrupt of schema s (its wire form)
+// takes, for whoever answers it: its type, an enum's values, or any.
+func answerKind(s map[string]any) string {
+	typ, _ := s["type"].(string)
+	values, _ := s["values"].([]any)
+	switch {
+	case typ == "":
+		return "any"
+	case typ == "enum" && len(values) > 0:
+		each := make([]string, len(values))
+		for i, v := range values {
+			each[i] = compactJSON(v)
+		}
+		return "one of " + strings.Join(each, ", ")
+	}
+	return typ
 }

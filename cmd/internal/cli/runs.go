@@ -277,9 +277,9 @@ func (a *app) printRun(r runJSON) error {
 	}
 	if len(r.Interrupts) > 0 {
 		fmt.Fprintln(w, "\ninterrupts:")
-		t := newTable(w, "  ID", "NODE", "STATUS", "RESUMES", "METADATA")
+		t := newTable(w, "  ID", "NODE", "STATUS", "ANSWER", "RESUMES", "METADATA")
 		for _, in := range r.Interrupts {
-			t.row("  "+in.ID, in.NodeID, in.Status, in.ResumeChannel, orDash(compactMeta(in.Metadata)))
+			t.row("  "+in.ID, in.NodeID, in.Status, answerKind(in.Schema), in.ResumeChannel, orDash(compactMeta(in.Metadata)))
 		}
 		if err := t.flush(); err != nil {
 			return err

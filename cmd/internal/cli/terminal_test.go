@@ -115,10 +115,11 @@ func TestAwaitedInterruptsSayHowTheirAnswerIsGiven(t *testing.T) {
 	for _, tc := range []struct {
 		schema *schema.Schema
 		want   string
+		kind   string // the ANSWER column of interrupts list and runs show
 	}{
-		{schema.Enum("approved", "rejected"), `--string TEXT (one of "approved", "rejected")`},
-		{schema.Enum(1, 2), `--value JSON (one of 1, 2)`},
-		{schema.Float(), `--value JSON`},
+		{schema.Enum("approved", "rejected"), `--string TEXT (one of "approved", "rejected")`, `one of "approved", "rejected"`},
+		{schema.Enum(1, 2), `--value JSON (one of 1, 2)`, `one of 1, 2`},
+		{schema.Float(), `--value JSON`, `float`},
 	} {
 		ask := tc.schema
 		reg := node.NewRegistry().MustRegister("acme.ask", node.New(nil,
@@ -131,6 +132,13 @@ func TestAwaitedInterruptsSayHowTheirAnswerIsGiven(t *testing.T) {
 			Node("ask", "acme.ask"))
 		out := c.ok("runs", "await", r.ID).stdout
 		assert.Contains(t, out, "docket interrupts resolve "+r.ID+" decision "+tc.want+"\n")
+
+		// What the answer may be is shown where the open interrupts are.
+		list := strings.Split(c.ok("interrupts", "list", r.ID).stdout, "\n")
+		require.GreaterOrEqual(t, len(list), 2)
+		assert.Contains(t, list[0], "ANSWER")
+		assert.Contains(t, list[1], "  "+tc.kind+"  ")
+		assert.Contains(t, c.ok("runs", "show", r.ID).stdout, "  "+tc.kind+"  ")
 	}
 }
 
