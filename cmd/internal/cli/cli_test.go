@@ -621,6 +621,19 @@ func TestRetryPoisonedRuns(t *testing.T) {
 	c.fails(ExitNotFound, "runs", "retry", "run_unknown")
 }
 
+// TestEventsTailCursorIsInMicroseconds: a tail that printed no event ends
+// at its start time, which is written like every other time docket prints
+// (RFC 3339 in microseconds), not to the nanosecond of the CLI's clock.
+func TestEventsTailCursorIsInMicroseconds(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	res := c.ok("events", "tail", "--since", "1m", "--json")
+	assert.Empty(t, res.stdout, "no events")
+	var cursor struct{ Cursor string }
+	require.NoError(t, json.Unmarshal([]byte(res.stderr), &cursor), res.stderr)
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$`, cursor.Cursor)
+}
+
 func TestEventsTailAllRunsPrintsAResumableCursor(t *testing.T) {
 	t.Parallel()
 	c, _, _ := onDatabase(t)

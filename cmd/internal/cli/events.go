@@ -56,7 +56,7 @@ func (a *app) eventsCommand() *cobra.Command {
 			if since < 0 {
 				return usagef("--since must not be negative")
 			}
-			cursor := time.Now().Add(-since)
+			cursor := ports.Micros(time.Now().Add(-since)) // printed as every time is
 			if after != "" {
 				t, err := time.Parse(time.RFC3339Nano, after)
 				if err != nil {
