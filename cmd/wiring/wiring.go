@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -185,6 +186,10 @@ func NewPool(ctx context.Context, url DatabaseURL) (*pgxpool.Pool, func(), error
 		if r := parseReason(err, string(url)); r != "" {
 			reason = r
 		}
+		if url == "" {
+			// No string was given: what does not parse is the PG* variables.
+			return nil, nil, fmt.Errorf("%w: the PG* variables do not parse (%s)", ErrDatabaseURL, reason)
+		}
 		return nil, nil, fmt.Errorf("%w: the database URL does not parse (%s)", ErrDatabaseURL, reason)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
@@ -217,10 +222,14 @@ func parseReason(err error, url string) string {
 		return ""
 	}
 	reason := msg[i+len("`: "):]
-	if reason == "" || strings.Contains(reason, url) {
+	if reason == "" || url != "" && strings.Contains(reason, url) {
 		return ""
 	}
-	for _, secret := range passwordCandidates(url) {
+	// The variables fill in what the string leaves out: PGPASSWORD too.
+	for _, secret := range append(passwordCandidates(url), os.Getenv("PGPASSWORD")) {
+		if secret == "" {
+			continue
+		}
 		if strings.Contains(reason, secret) {
 			return ""
 		}

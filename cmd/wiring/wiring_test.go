@@ -44,6 +44,24 @@ func TestNewPoolNeverEchoesTheDatabaseURL(t *testing.T) {
 		"a reason that holds the password (invalid port) is not said")
 }
 
+// Without a connection string the PG* variables configure the pool, and
+// the error says that they are what does not parse, and why.
+func TestNewPoolSaysWhichPGVariablesDoNotParse(t *testing.T) {
+	t.Setenv("PGHOST", "127.0.0.1") // over TCP: a unix socket ignores sslmode
+	t.Setenv("PGSSLMODE", "sometimes")
+	t.Setenv("PGPASSWORD", "hunter2")
+	_, _, err := wiring.NewPool(context.Background(), "")
+	require.ErrorIs(t, err, wiring.ErrDatabaseURL)
+	assert.Equal(t, "invalid database URL: the PG* variables do not parse (failed to configure TLS (sslmode is invalid))", err.Error())
+
+	// A reason that would repeat PGPASSWORD is not said.
+	t.Setenv("PGSSLMODE", "")
+	t.Setenv("PGCONNECT_TIMEOUT", "hunter2")
+	_, _, err = wiring.NewPool(context.Background(), "")
+	require.ErrorIs(t, err, wiring.ErrDatabaseURL)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
+
 // The notifier slot decides whether the store offers a listener, and so
 // whether dispatchers wake on NOTIFY or only poll.
 func TestNotifierSetsDecideTheListenCapability(t *testing.T) {
