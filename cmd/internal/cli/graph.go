@@ -75,10 +75,11 @@ func (a *app) graphCommand() *cobra.Command {
 		Long: "render draws a graph document from a file (- reads stdin) or a stored version. With\n" +
 			"--run the run's state is overlaid: completed, running, retrying, waiting and failed nodes\n" +
 			"are colored and the edges that fired are drawn bold; without a graph argument the run's\n" +
-			"own graph version is drawn. Completed nodes come from the run's document, which keeps the\n" +
-			"edges into nodes that fired and the nodes they fired from, and from its retained events:\n" +
-			"once pruning deleted the events, a node whose completion fired only edges to $finish (the\n" +
-			"last one, typically) or no edge at all is no longer marked.",
+			"own graph version is drawn (a graph argument must be of the run's graph). Completed\n" +
+			"nodes come from the run's document, which keeps the edges into nodes that fired and the\n" +
+			"nodes they fired from, and from its retained events: once pruning deleted the events, a\n" +
+			"node whose completion fired only edges to $finish (the last one, typically) or no edge\n" +
+			"at all is no longer marked.",
 		Args: rangeArgs(0, 1, "a graph file or id (or --run)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkHash(renderHash); err != nil {
@@ -483,6 +484,11 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 		}
 	}
 	res.GraphID = g.ID
+	if r != nil && r.GraphID != g.ID {
+		// Its nodes are not the drawing's: nothing would be marked, and the
+		// run's status would be put on a graph it never ran.
+		return usagef("run %q is a run of graph %q, not of %q: give --run alone to draw its own graph", r.ID, r.GraphID, g.ID)
+	}
 	var overlay *render.Overlay
 	if r != nil {
 		overlay = render.OverlayOf(g, r, events)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/app/demo"
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/app/node"
 	"github.com/docketgo/docket/domain/graph"
@@ -74,4 +75,24 @@ func TestRenderMarksNodesThatRanAfterTheirEventsArePruned(t *testing.T) {
 	mermaid := c.ok("graph", "render", "--run", r.ID).stdout
 	assert.Contains(t, mermaid, "class n_left,n_right,n_join completed")
 	assert.Contains(t, mermaid, "n_join ==>", "the fired edge is still drawn bold")
+}
+
+// TestRenderRefusesARunOfAnotherGraph: a run drawn over another graph
+// would mark none of its nodes and put its status on a graph it never ran;
+// the mistake is said instead.
+func TestRenderRefusesARunOfAnotherGraph(t *testing.T) {
+	t.Parallel()
+	c, _, _ := onDatabase(t)
+	c.ok("graph", "publish", "--example")
+	var started runJSON
+	c.okJSON(&started, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`)
+
+	other := graphFile(t, `{"schema_version":1,"id":"other","nodes":{"a":{"implementation":{"type":"module","implementation":"demo.intake"}}},
+		"edges":{"s":{"from":"$start","to":"a"},"f":{"from":"a","to":"$finish"}}}`)
+	res := c.fails(ExitUsage, "graph", "render", other, "--run", started.RunID, "--format", "text")
+	assert.Contains(t, res.stderr, `is a run of graph "`+demo.GraphID+`", not of "other"`)
+	assert.Empty(t, res.stdout)
+
+	c.ok("graph", "render", demoGraphFile(t), "--run", started.RunID, "--format", "text")
+	c.ok("graph", "render", demo.GraphID, "--run", started.RunID, "--format", "text")
 }
