@@ -567,6 +567,21 @@ func TestWrongTenantAndUnknownRunsAreNotFound(t *testing.T) {
 	assert.Empty(t, list.Runs)
 	c.okJSON(&list, "runs", "list", "--tenant", "acme")
 	assert.Len(t, list.Runs, 1)
+
+	// A tenant that does not find a graph is told that it sees only its
+	// own, whether or not another scope holds one of that id.
+	for _, id := range []string{demo.GraphID, "no-such-graph"} {
+		for _, args := range [][]string{
+			{"runs", "start", id, "--tenant", "globex"},
+			{"graph", "show", id, "--tenant", "globex"},
+			{"graph", "render", id, "--tenant", "globex"},
+		} {
+			res := c.fails(ExitNotFound, args...)
+			assert.Contains(t, res.stderr, `tenant "globex" sees only the graphs published with --tenant globex`, args)
+		}
+	}
+	res := c.fails(ExitNotFound, "runs", "start", "no-such-graph")
+	assert.NotContains(t, res.stderr, "tenant", "without a tenant there is nothing to say of one")
 }
 
 // poisonAll makes every due run of the schema poisoned, as a crashing

@@ -94,6 +94,17 @@ func wantedValue(cause error) (want string, ok bool) {
 	return "", false
 }
 
+// aboutGraph is about for a graph, and says of a graph a tenant does not
+// find that it sees only its own graphs: one published without --tenant
+// is not found with it. Whether another scope holds the graph is not said.
+func (a *app) aboutGraph(graphID string, err error) error {
+	err = about("graph", graphID, err)
+	if a.tenant != "" && errors.Is(err, ports.ErrNotFound) {
+		return fmt.Errorf("%w (tenant %q sees only the graphs published with --tenant %s)", err, a.tenant, shellQuote(a.tenant))
+	}
+	return err
+}
+
 func usageErr(err error) error { return &exitError{code: ExitUsage, kind: "usage", err: err} }
 
 func usagef(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }

@@ -316,7 +316,7 @@ func (a *app) graphShow(ctx context.Context, graphID, hash string, documentOnly 
 		return err
 	}
 	if len(page.Versions) == 0 {
-		return fmt.Errorf("graph %q: %w", graphID, ports.ErrNotFound)
+		return a.aboutGraph(graphID, ports.ErrNotFound)
 	}
 	chosen := page.Versions[0]
 	if hash != "" {
@@ -473,7 +473,7 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 			res.RunID, res.Status = r.ID, r.Status
 		}
 		if !fromFile {
-			ref, err := resolveRef(ctx, c, source, hash, r)
+			ref, err := a.resolveRef(ctx, c, source, hash, r)
 			if err != nil {
 				return err
 			}
@@ -503,7 +503,7 @@ func (a *app) graphRender(ctx context.Context, args []string, format render.Form
 
 // resolveRef picks the stored version to draw: --hash, else the run's
 // version when the run is of this graph, else the newest.
-func resolveRef(ctx context.Context, c *engine.Client, graphID, hash string, r *run.Run) (ports.GraphRef, error) {
+func (a *app) resolveRef(ctx context.Context, c *engine.Client, graphID, hash string, r *run.Run) (ports.GraphRef, error) {
 	if graphID == "" {
 		graphID = r.GraphID
 	}
@@ -516,7 +516,7 @@ func resolveRef(ctx context.Context, c *engine.Client, graphID, hash string, r *
 	v, err := c.LatestGraphRef(ctx, graphID)
 	if err != nil {
 		if errors.Is(err, ports.ErrNotFound) && !strings.ContainsAny(graphID, "./") {
-			return ports.GraphRef{}, about("graph", graphID, err)
+			return ports.GraphRef{}, a.aboutGraph(graphID, err)
 		}
 		if errors.Is(err, ports.ErrNotFound) {
 			return ports.GraphRef{}, usagef("%q is neither a readable file nor a stored graph id", graphID)

@@ -501,7 +501,7 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 	if hash == "" {
 		v, err := c.LatestGraphRef(ctx, graphID)
 		if err != nil {
-			return about("graph", graphID, err)
+			return a.aboutGraph(graphID, err)
 		}
 		ref = v.Ref
 	}
