@@ -517,7 +517,7 @@ func (a *app) runsStart(ctx context.Context, graphID, hash string, input map[str
 	if await > 0 {
 		done, err := c.AwaitRun(ctx, r.ID, await)
 		if err != nil {
-			err = retryHint(r.ID, err)
+			err = stallHint(ctx, c, r.ID, retryHint(r.ID, err))
 			// The run exists whatever ended the wait: say which it is, so
 			// a script can await it again rather than start another.
 			if perr := a.printStarted(r); perr != nil {
@@ -542,6 +542,27 @@ func retryHint(id string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w; once its cause is fixed: docket runs retry %s", err, shellQuote(id))
+}
+
+// stallHint adds to an await that timed out what the run's queue state
+// says of why it did not move: no worker ever claimed it, or workers
+// handed it back, as a worker does a run of a graph whose nodes it lacks.
+// Any other error, or a run that made progress, is returned as it is.
+func stallHint(ctx context.Context, c *engine.Client, id string, err error) error {
+	if !errors.Is(err, engine.ErrAwaitTimeout) {
+		return err
+	}
+	info, ierr := c.InspectRun(ctx, id)
+	if ierr != nil || info.Run == nil || info.Run.Status.Terminal() || info.Run.Status == run.StatusWaiting {
+		return err
+	}
+	switch {
+	case info.ClaimAbandons > 0:
+		return fmt.Errorf("%w; workers handed it back %d time(s) without progress, as a worker does a run of a graph whose nodes it does not register: see their logs", err, info.ClaimAbandons)
+	case info.LatestCheckpointType == run.CheckpointRunInitialized && info.ClaimAttempts == 0 && !info.Claimed():
+		return fmt.Errorf("%w; no worker has claimed it: is one running on this schema (docket worker, or your own worker binary for graphs of your own nodes)?", err)
+	}
+	return err
 }
 
 // printRested follows the status line of an awaited run with what the
@@ -628,9 +649,10 @@ func (a *app) runsAwaitCommand() *cobra.Command {
 			if untilFinished {
 				opts = append(opts, engine.UntilFinished())
 			}
-			r, err := a.client(rt).AwaitRun(ctx, args[0], timeout, opts...)
+			c := a.client(rt)
+			r, err := c.AwaitRun(ctx, args[0], timeout, opts...)
 			if err != nil {
-				return about("run", args[0], retryHint(args[0], err))
+				return about("run", args[0], stallHint(ctx, c, args[0], retryHint(args[0], err)))
 			}
 			if a.json {
 				return printJSON(a.io.Out, toRunJSON(r, nil))

@@ -177,3 +177,41 @@ func TestDoneRunsAlwaysHaveAnOutputInJSON(t *testing.T) {
 		assert.Equal(t, map[string]any{}, doc["output"], "docket %v", args)
 	}
 }
+
+// TestAnAwaitThatTimesOutSaysWhyTheRunDidNotMove: a run no worker claimed,
+// or one workers handed back for lack of its nodes, is said to be so when
+// a wait for it runs out, rather than only that it is still running.
+func TestAnAwaitThatTimesOutSaysWhyTheRunDidNotMove(t *testing.T) {
+	t.Parallel()
+	c, db, sch := onDatabase(t)
+
+	// A worker without the graph's nodes hands its run back.
+	ctx := context.Background()
+	reg := node.NewRegistry().MustRegister("acme.step", node.New(nil,
+		func(context.Context, node.Input) (node.Output, error) {
+			return node.Update(map[string]any{"out": "x"}), nil
+		}))
+	app, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: reg})
+	require.NoError(t, err)
+	g, err := graph.New("acme-own").State("out", schema.String()).Node("step", "acme.step").
+		Edge("s", graph.Start, "step").Edge("f", "step", graph.Finish).Build()
+	require.NoError(t, err)
+	ref, err := app.SaveGraph(ctx, g)
+	require.NoError(t, err)
+	r, err := app.StartRun(ctx, ref, nil)
+	require.NoError(t, err)
+	lacking, err := engine.New(engine.Config{Backend: openStore(t, db.Pool(t), sch), Mode: engine.ModeManual, Nodes: node.NewRegistry()})
+	require.NoError(t, err)
+	_, err = lacking.DrainRuns(ctx, 0)
+	require.ErrorIs(t, err, engine.ErrDrainStopped, "the run is handed back")
+
+	res := c.fails(ExitTimeout, "runs", "await", r.ID, "--timeout", "10ms")
+	assert.Contains(t, res.stderr, "workers handed it back 1 time(s)")
+	assert.NotContains(t, res.stderr, "no worker has claimed it")
+
+	// A run no worker claimed.
+	c.ok("graph", "publish", "--example")
+	res = c.fails(ExitTimeout, "runs", "start", demo.GraphID, "--input", `{"customer":"Ada","amount":10.0}`, "--await", "10ms")
+	assert.Contains(t, res.stderr, "no worker has claimed it")
+	assert.Contains(t, res.stdout, "started, not awaited to its end")
+}
