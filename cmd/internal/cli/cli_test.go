@@ -816,6 +816,13 @@ func TestDemoMemoryFlagWinsOverAConfiguredDatabase(t *testing.T) {
 	assert.Contains(t, res.stdout, "3 runs finished")
 }
 
+// A demo of one run says so in the singular.
+func TestDemoOfOneRunSaysRun(t *testing.T) {
+	t.Parallel()
+	res := newCLI(t, nil).ok("demo", "--memory", "--runs", "1")
+	assert.Contains(t, res.stdout, "1 run finished in")
+}
+
 // The demo's --poll-interval is checked as the flag, before any store is
 // opened, and its error names the flag rather than the engine's field.
 func TestDemoPollIntervalOutOfRangeNamesTheFlag(t *testing.T) {

@@ -405,7 +405,11 @@ func (a *app) printDemo(report *demoJSON, res *demo.BatchResult, mermaid bool) e
 	if report.Resumed > 0 {
 		fmt.Fprintf(w, "Resumed %d run(s) an interrupted demo left unfinished.\n", report.Resumed)
 	}
-	fmt.Fprintf(w, "%d runs finished in %.1fs.\n\n", len(report.Runs), report.Elapsed)
+	runs := "runs"
+	if len(report.Runs) == 1 {
+		runs = "run"
+	}
+	fmt.Fprintf(w, "%d %s finished in %.1fs.\n\n", len(report.Runs), runs, report.Elapsed)
 	t := newTable(w, "RUN", "CUSTOMER", "AMOUNT", "ROUTE", "CREDIT CHECK", "OUTCOME", "STATUS")
 	for _, r := range report.Runs {
 		attempts := "1 attempt"

@@ -137,10 +137,20 @@ func TestAWorkerStoppedWhileConnectingExitsCleanly(t *testing.T) {
 func TestAnExplicitJSONFlagBeatsItsVariableForErrorsToo(t *testing.T) {
 	t.Parallel()
 	res := newCLI(t, map[string]string{"DOCKET_JSON": "true"}).fails(ExitUsage, "prune", "--json=false")
-	assert.Equal(t, "docket: --event-retention and --run-retention are required (for example 7d and 30d)\n", res.stderr)
+	assert.Equal(t, "docket: no retention given: both --event-retention and --run-retention are required (for example 7d and 30d)\n", res.stderr)
 	assert.True(t, wantsJSON([]string{"runs", "list", "--json=t"}, ""), "every spelling the flag parser takes")
 	assert.False(t, wantsJSON([]string{"runs", "list", "--json", "--json=false"}, "true"), "the last one wins")
 	assert.False(t, wantsJSON([]string{"runs", "--json-something"}, ""))
+}
+
+// A prune given one retention names the one it lacks.
+func TestPruneWithOneRetentionNamesTheOther(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, nil)
+	res := c.fails(ExitUsage, "prune", "--event-retention", "7d")
+	assert.Contains(t, res.stderr, "--run-retention is missing")
+	res = c.fails(ExitUsage, "prune", "--run-retention", "30d")
+	assert.Contains(t, res.stderr, "--event-retention is missing")
 }
 
 // A prune whose later pass finds the lock taken by another pruner still

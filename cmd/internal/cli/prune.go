@@ -51,8 +51,8 @@ func (a *app) pruneCommand() *cobra.Command {
 			if a.tenant != "" {
 				return usagef("prune covers the whole schema, every tenant alike; run it without --tenant")
 			}
-			if !events.IsSet() || !runs.IsSet() {
-				return usagef("--event-retention and --run-retention are required (for example 7d and 30d)")
+			if missing := missingRetentions(events.IsSet(), runs.IsSet()); missing != "" {
+				return usagef("%s: both --event-retention and --run-retention are required (for example 7d and 30d)", missing)
 			}
 			if err := checkPruneFlags(events, runs, batch); err != nil {
 				return err
@@ -129,4 +129,18 @@ func (a *app) printPruned(total pruneJSON) error {
 	_, err := fmt.Fprintf(a.io.Out, "pruned %d events, %d runs (with %d of their events) and %d graph versions in %d pass(es)\n",
 		total.EventsDeleted, total.RunsDeleted, total.CascadeEventsDeleted, total.GraphsDeleted, total.Passes)
 	return err
+}
+
+// missingRetentions names the retention flags prune was not given, or is
+// empty when it has both.
+func missingRetentions(events, runs bool) string {
+	switch {
+	case !events && !runs:
+		return "no retention given"
+	case !events:
+		return "--event-retention is missing"
+	case !runs:
+		return "--run-retention is missing"
+	}
+	return ""
 }
