@@ -28,11 +28,11 @@ const (
 //
 // Payload and Metadata are read-only. The runtime shares them among the
 // values that carry equal ones: a checkpoint_committed event shares its
-// metadata with its moment and checkpoint, a moment's runtime events share
-// one empty payload map, and the payloads that depend on the graph alone
-// (an edge's edge_triggered, a first attempt's node_completed, a sole
-// writer's channel_updated, ...) are built once per compiled graph and
-// shared by all its runs. Copy before changing. Stores copy events in and
+// metadata with its moment and checkpoint, every event proposed without a
+// payload shares one empty map with all others, whatever their run, and
+// the payloads that depend on the graph alone (an edge's edge_triggered, a
+// first attempt's node_completed, a sole writer's channel_updated, ...)
+// are built once per compiled graph and shared by all its runs. Copy before changing. Stores copy events in and
 // out, so only the events a caller receives straight from the runtime (the
 // inline runner's checkpoints, say) are shared.
 type Event struct {

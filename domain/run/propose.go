@@ -35,9 +35,9 @@ const (
 // Propose takes ownership of next and of the runtimeEvents (it sets their
 // sequence fields in place, and appends the final event into their array
 // when it has room); callers pass values they built for this moment. A nil
-// payload and the final event's payload become one empty map shared
-// within the moment: like every proposed value it is read-only. Propose
-// never touches committed. now is used truncated to microseconds in UTC.
+// payload and the final event's payload become one empty map that every
+// moment shares (emptyPayload): like every proposed value it is
+// read-only. Propose never touches committed. now is used truncated to microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
 	p := &struct {
 		moment   Moment
@@ -64,6 +64,11 @@ func ProposeNext(committed *Run, next Run, runtimeEvents []Event, ctype Checkpoi
 	return &p.moment
 }
 
+// emptyPayload is the payload of every event proposed without one and of
+// every checkpoint_committed event. Payloads are read-only, so one map
+// serves all moments instead of an allocation for each.
+var emptyPayload = map[string]any{}
+
 // propose fills m and its metadata with the transition from committed to
 // next (see Propose); the node attempt list goes into attempts when it
 // fits.
@@ -84,10 +89,7 @@ func propose(m *Moment, metadata *CheckpointMetadata, attempts []NodeAttempt, co
 		events = make([]Event, len(runtimeEvents), len(runtimeEvents)+1)
 		copy(events, runtimeEvents)
 	}
-	// The events of one moment share one empty payload map: events are
-	// values, never written after they are proposed, and a map per event
-	// would cost an allocation each on every superstep.
-	empty := map[string]any{}
+	empty := emptyPayload
 	seq := baseEvent
 	for i := range events {
 		e := &events[i]
