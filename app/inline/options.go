@@ -143,7 +143,7 @@ func setConfig(c *config, opts []Option) error {
 	return nil
 }
 
-func (c *config) now() time.Time { return c.clock().UTC().Truncate(time.Microsecond) }
+func (c *config) now() time.Time { return run.UTCMicros(c.clock()) }
 
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

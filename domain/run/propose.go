@@ -73,7 +73,7 @@ var emptyPayload = map[string]any{}
 // next (see Propose); the node attempt list goes into attempts when it
 // fits.
 func propose(m *Moment, metadata *CheckpointMetadata, attempts []NodeAttempt, committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) {
-	now = now.UTC().Truncate(time.Microsecond)
+	now = UTCMicros(now)
 	var baseCheckpoint, baseEvent int64
 	var committedWrites []PendingWrite
 	if committed != nil {

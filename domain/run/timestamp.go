@@ -9,6 +9,20 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 // timestampLen is the length of a timestamp written in timeLayout.
 const timestampLen = len(timeLayout)
 
+// UTCMicros is t in UTC truncated to the microsecond, without a monotonic
+// reading: t.UTC().Truncate(time.Microsecond), the precision every stored
+// timestamp has. Truncate divides by its argument on each call, and every
+// transition takes its time this way more than once. A second holds a
+// whole number of microseconds, so the nanoseconds past the last one are
+// those of the nanosecond-of-second.
+func UTCMicros(t time.Time) time.Time {
+	t = t.UTC() // also drops the monotonic reading
+	if ns := t.Nanosecond() % 1000; ns != 0 {
+		t = t.Add(-time.Duration(ns))
+	}
+	return t
+}
+
 // appendTimestamp appends t in timeLayout, as t.AppendFormat(b, timeLayout)
 // does. Every commit writes a run's timestamps and every claim reads them
 // back; the time package interprets the layout on each call, which cost

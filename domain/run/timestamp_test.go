@@ -25,6 +25,27 @@ func TestAppendTimestampWritesWhatAppendFormatWrites(t *testing.T) {
 	})
 }
 
+// UTCMicros is t.UTC().Truncate(time.Microsecond), equal with ==: the same
+// instant, location and (no) monotonic reading, for times before and after
+// the zero time and the Unix epoch, in any zone, with a monotonic reading
+// or without.
+func TestUTCMicrosIsTruncateToTheMicrosecond(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("east", 5*3600+1800), time.FixedZone("west", -7*3600)}
+	rapid.Check(t, func(t *rapid.T) {
+		sec := rapid.Int64Range(-70_000_000_000, 260_000_000_000).Draw(t, "unix seconds")
+		nsec := rapid.Int64Range(0, 999_999_999).Draw(t, "nanoseconds")
+		at := time.Unix(sec, nsec).In(rapid.SampledFrom(zones).Draw(t, "zone"))
+		if rapid.Bool().Draw(t, "monotonic") {
+			at = time.Now().Add(time.Duration(nsec))
+		}
+		want := at.UTC().Truncate(time.Microsecond)
+		got := UTCMicros(at)
+		if got != want {
+			t.Fatalf("UTCMicros(%v) = %#v, want %#v", at, got, want)
+		}
+	})
+}
+
 func TestParseTimestampAgreesWithTimeParse(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.OneOf(

@@ -123,4 +123,4 @@ func stringList(ss []string) []any {
 }
 
 // utc normalizes a transition time: UTC, microsecond precision.
-func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+func utc(t time.Time) time.Time { return run.UTCMicros(t) }
