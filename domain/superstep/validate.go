@@ -58,15 +58,35 @@ func validateUpdate(idx *index, v any) (map[string]any, []string) {
 		// the parked write reads back as a map.
 		m = map[string]any{}
 	}
-	if err := value.Check(m); err != nil {
+	problems, portable := updateProblems(idx, m)
+	if !portable {
 		n, err := value.Normalize(m)
 		if err != nil {
 			return nil, []string{"returned a non-durable update: " + err.Error()}
 		}
 		m = n.(map[string]any)
+		problems, _ = updateProblems(idx, m)
 	}
-	var problems []keyedReason
+	if len(problems) == 0 {
+		return m, nil
+	}
+	slices.SortStableFunc(problems, func(a, b keyedReason) int { return strings.Compare(a.key, b.key) })
+	reasons := make([]string, len(problems))
+	for i, p := range problems {
+		reasons[i] = p.reason
+	}
+	return nil, reasons
+}
+
+// updateProblems checks each entry of an update against its field, in the
+// same pass as its portability (a map's iteration is most of the cost of
+// checking a small update); it stops at the first entry that is not in
+// portable form.
+func updateProblems(idx *index, m map[string]any) (problems []keyedReason, portable bool) {
 	for k, w := range m {
+		if value.CheckEntry(k, w) != nil {
+			return nil, false
+		}
 		if s := idx.fields[k]; s != nil {
 			ws := reducer.WriteSchema(s.channel.Reducer, s.channel.Schema, w)
 			if ws == nil {
@@ -83,15 +103,7 @@ func validateUpdate(idx *index, v any) (map[string]any, []string) {
 		}
 		problems = append(problems, keyedReason{k, "wrote unknown field " + strconv.Quote(k)})
 	}
-	if len(problems) == 0 {
-		return m, nil
-	}
-	slices.SortStableFunc(problems, func(a, b keyedReason) int { return strings.Compare(a.key, b.key) })
-	reasons := make([]string, len(problems))
-	for i, p := range problems {
-		reasons[i] = p.reason
-	}
-	return nil, reasons
+	return problems, true
 }
 
 // validateInterrupt checks a node's interrupt request (spec 7.5): the

@@ -189,6 +189,19 @@ func normalizeReflect(v any, depth int) (any, error) {
 // return it) without copying.
 func Check(v any) error { return check(v, 0) }
 
+// CheckEntry is Check of one entry of a map: Check(m) is nil exactly when
+// CheckEntry is nil for every key and value of m, so a caller that visits
+// the entries anyway checks them without another pass over the map.
+func CheckEntry(k string, v any) error {
+	if err := checkKey(k); err != nil {
+		return err
+	}
+	if err := check(v, 1); err != nil {
+		return atKey(k, err)
+	}
+	return nil
+}
+
 func check(v any, depth int) error {
 	if depth > MaxDepth {
 		return tooDeep()

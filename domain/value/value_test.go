@@ -280,3 +280,31 @@ func TestNotPortablePathsKeepTheirSeparators(t *testing.T) {
 		}
 	}
 }
+
+// A map is portable exactly when CheckEntry passes each of its entries:
+// keys that are reserved or not UTF-8, values of any kind, and values
+// nested to the depth limit and past it. (Errors are compared by
+// presence: which one a map with several bad entries reports depends on
+// its iteration order.)
+func TestCheckEntryIsCheckOfOneEntry(t *testing.T) {
+	t.Parallel()
+	key := rapid.OneOf(awkwardString(), rapid.SampledFrom([]string{"$", "$ref", "a$"}))
+	nested := func(levels int) any {
+		var v any = "leaf"
+		for range levels {
+			v = []any{v}
+		}
+		return v
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.MapOfN(key, rapid.OneOf(awkwardValue(3),
+			rapid.Map(rapid.IntRange(value.MaxDepth-2, value.MaxDepth+1), nested)), 0, 4).Draw(t, "m")
+		all := true
+		for k, v := range m {
+			err := value.CheckEntry(k, v)
+			all = all && err == nil
+			assert.Equal(t, value.Check(map[string]any{k: v}) == nil, err == nil, "key %q", k)
+		}
+		assert.Equal(t, all, value.Check(m) == nil)
+	})
+}
