@@ -36,6 +36,10 @@ type index struct {
 	// unwrittenValues is the view of a run that wrote no channel (see
 	// valuesOf); never written.
 	unwrittenValues map[string]any
+	// plainDefaults says every default is a scalar that planning takes as
+	// portable without a check (nil, bool, string, int64), so a view's
+	// checks need only its written values.
+	plainDefaults bool
 	// sortedOutputs is the graph's outputs by ID, the order of completion.
 	sortedOutputs []*graph.RuntimeOutput
 	payloads      sharedPayloads
@@ -124,11 +128,17 @@ func buildIndex(g *graph.Compiled) *index {
 	})
 	idx.unwrittenValues = make(map[string]any, len(idx.slots))
 	idx.versionKeys = make([]run.VersionKey, len(idx.slots))
+	idx.plainDefaults = true
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		idx.versionKeys[i] = run.VersionKey{PublicID: s.publicID, ChannelID: s.channelID}
 		if s.channel.Default != nil {
 			idx.unwrittenValues[s.publicID] = s.channel.Default
+			switch s.channel.Default.(type) {
+			case bool, string, int64:
+			default:
+				idx.plainDefaults = false
+			}
 		}
 		if s.input {
 			idx.inputs[s.publicID] = s

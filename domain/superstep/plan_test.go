@@ -94,21 +94,28 @@ func TestSnapshotIsFlatOnlyWithoutListsOrMaps(t *testing.T) {
 }
 
 // A committed state that holds a value no store could hold (a run built
-// by hand, say) is refused at planning instead of being handed to a node.
+// by hand, say) is refused at planning instead of being handed to a node,
+// whether the graph's defaults are none, scalars or containers.
 func TestAdvanceRefusesAStateThatIsNotPortable(t *testing.T) {
 	t.Parallel()
-	g := newDoc("portable").input("name", str(), nil).field("list", listOf(str()), nil).nodes("r").edge("e", "$start", "r", nil).compile(t, graph.Options{})
-	h := newHarness(t, g, map[string]behavior{"r": echo()})
-	r := h.start(map[string]any{"name": "ada"})
-	for name, v := range map[string]any{"a Go struct": struct{}{}, "NaN": math.NaN(), "in a list": []any{"x", struct{}{}}} {
-		bad := r.Clone()
-		bad.Channels["state:list"] = run.Channel{Value: v, Version: 1}
-		_, err := superstep.Advance(g, bad, h.env())
-		assert.ErrorIs(t, err, superstep.ErrInvalidRun, name)
-		assert.ErrorContains(t, err, "not portable", name)
+	for defaults, doc := range map[string]*doc{
+		"no defaults":      newDoc("portable"),
+		"a scalar default": newDoc("portable").field("mode", str(), map[string]any{"default": "fast"}),
+		"a map default":    newDoc("portable").input("opts", objectMap(), map[string]any{"default": map[string]any{"k": "v"}}),
+	} {
+		g := doc.input("name", str(), nil).field("list", listOf(str()), nil).nodes("r").edge("e", "$start", "r", nil).compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"r": echo()})
+		r := h.start(map[string]any{"name": "ada"})
+		for name, v := range map[string]any{"a Go struct": struct{}{}, "NaN": math.NaN(), "in a list": []any{"x", struct{}{}}} {
+			bad := r.Clone()
+			bad.Channels["state:list"] = run.Channel{Value: v, Version: 1}
+			_, err := superstep.Advance(g, bad, h.env())
+			assert.ErrorIs(t, err, superstep.ErrInvalidRun, defaults+", "+name)
+			assert.ErrorContains(t, err, "not portable", defaults+", "+name)
+		}
+		_, err := superstep.Advance(g, r, h.env())
+		require.NoError(t, err, defaults)
 	}
-	_, err := superstep.Advance(g, r, h.env())
-	require.NoError(t, err)
 }
 
 func TestAdvanceOutsideTheActiveLifecycle(t *testing.T) {

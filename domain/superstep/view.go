@@ -27,19 +27,38 @@ type plannedView struct {
 // the committed state is not portable. Its input hash is not computed
 // here: see Activation.InputHash.
 func (idx *index) plannedView(channels map[string]run.Channel) (plannedView, error) {
-	v := plannedView{values: idx.stateValues(channels), versions: run.ChannelVersions(idx.versionKeys, channels), flat: true}
-	for _, x := range v.values {
-		switch x.(type) {
-		case nil, bool, string, int64:
-			continue // portable, and the common case: no call
-		case []any, map[string]any:
-			v.flat = false
+	var writtenBuf [16]slotValue
+	written := idx.appendWritten(writtenBuf[:0], channels)
+	v := plannedView{values: idx.valuesOf(written), versions: run.ChannelVersions(idx.versionKeys, channels), flat: true}
+	// With plain defaults only the written values can fail or be
+	// containers: they are checked on the stack, not by a pass over the
+	// view's map.
+	if idx.plainDefaults {
+		for i := range written {
+			if err := checkViewValue(&v, written[i].value); err != nil {
+				return plannedView{}, err
+			}
 		}
-		if err := value.Check(x); err != nil {
+		return v, nil
+	}
+	for _, x := range v.values {
+		if err := checkViewValue(&v, x); err != nil {
 			return plannedView{}, err
 		}
 	}
 	return v, nil
+}
+
+// checkViewValue checks one value of a planned view, noting in v when it
+// is a container.
+func checkViewValue(v *plannedView, x any) error {
+	switch x.(type) {
+	case nil, bool, string, int64:
+		return nil // portable, and the common case: no call
+	case []any, map[string]any:
+		v.flat = false
+	}
+	return value.Check(x)
 }
 
 // slotValue is a slot's committed value, by public ID.
@@ -51,14 +70,18 @@ type slotValue struct {
 // stateValues is the values half of stateView.
 func (idx *index) stateValues(channels map[string]run.Channel) map[string]any {
 	var writtenBuf [16]slotValue
-	written := writtenBuf[:0]
+	return idx.valuesOf(idx.appendWritten(writtenBuf[:0], channels))
+}
+
+// appendWritten appends the committed value of every written slot.
+func (idx *index) appendWritten(dst []slotValue, channels map[string]run.Channel) []slotValue {
 	for i := range idx.slots {
 		s := &idx.slots[i]
 		if c, ok := channels[s.channelID]; ok {
-			written = append(written, slotValue{s.publicID, c.Value})
+			dst = append(dst, slotValue{s.publicID, c.Value})
 		}
 	}
-	return idx.valuesOf(written)
+	return dst
 }
 
 // valuesOf returns a new view holding the non-null defaults overwritten by
