@@ -46,6 +46,12 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		channels = make(map[string]run.Channel)
 	}
 
+	// Clearing the consumed activations first writes only keys the copy
+	// holds, so a copy filled to one group's eight entries by the writes
+	// below is not grown by a later write (Go grows a full eight-entry map
+	// on any write, even to a key it holds).
+	clearConsumed(g, r.ChangedChannels, channels)
+
 	// 2. Writes: one fold per field, writers in node order. The working
 	// lists live on the stack for the usual small superstep.
 	var (
@@ -115,13 +121,11 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		return gerr.fail(r, now), nil
 	}
 
-	// 4. Clear the activations this superstep consumed.
-	for _, cid := range r.ChangedChannels {
-		if ch := g.Channels[cid]; ch != nil && ch.Kind == graph.ChannelEphemeral {
-			if c, ok := channels[cid]; ok {
-				c.Value = nil
-				channels[cid] = c
-			}
+	// 4. Clear the activations this superstep consumed. They were cleared
+	// before the writes: only one that an edge fired again holds a value.
+	for _, e := range triggered {
+		if slices.Contains(r.ChangedChannels, e.ChannelID) {
+			clearConsumed(g, []string{e.ChannelID}, channels)
 		}
 	}
 
@@ -258,6 +262,19 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		})
 	}
 	return run.ProposeNext(r, next, events, ctype, disposition, now), nil
+}
+
+// clearConsumed clears the values of the ephemeral channels among
+// consumed.
+func clearConsumed(g *graph.Compiled, consumed []string, channels map[string]run.Channel) {
+	for _, cid := range consumed {
+		if ch := g.Channels[cid]; ch != nil && ch.Kind == graph.ChannelEphemeral {
+			if c, ok := channels[cid]; ok {
+				c.Value = nil
+				channels[cid] = c
+			}
+		}
+	}
 }
 
 // bump writes v to a channel: a new channel gets version 1, an existing one

@@ -272,6 +272,10 @@ func TestEphemeralEdgeFiringTwiceInARowEndsCleared(t *testing.T) {
 	require.Equal(t, run.StatusDone, r.Status)
 	assert.Equal(t, int64(3), r.Channels["state:n"].Value)
 	assert.Equal(t, run.Channel{Value: nil, Version: 2}, r.Channels["edge:edge_again"])
+	// The second superstep consumes the activation and fires it again: its
+	// checkpoint holds it cleared, at the fired version.
+	require.Equal(t, 2, h.moments[2].Run.Step)
+	assert.Equal(t, run.Channel{Value: nil, Version: 2}, h.moments[2].Run.Channels["edge:edge_again"])
 }
 
 func TestSuperstepLimitFailsTheRun(t *testing.T) {
