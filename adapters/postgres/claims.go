@@ -11,6 +11,7 @@ import (
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // ClaimDue executes one admission under the store's policy as ONE
@@ -66,28 +67,32 @@ func preferenceLabel(p claim.Preference) string {
 }
 
 // claimRow is one row of a claim statement: an outcome, or the gate's
-// sentinel (gate_code < 0, every other column NULL).
+// sentinel (gate_code < 0, every other column NULL). Its nullable columns
+// scan into pgtype values, which pgx fills in place, not into pointers it
+// would allocate for each non-null column of every row; the leased
+// document is decoded while its row is read (doc), so its bytes are read
+// where the driver holds them instead of copied out first.
 type claimRow struct {
-	runID         *string
-	tenantID      *string
-	graphID       *string
-	graphHash     *string
-	checkpointSeq *int64
-	token         *string
-	claimedAt     *time.Time
-	attempts      *int32
-	poisonedAt    *time.Time
-	poisonReason  *string
-	class         *string
-	order         *int64
-	state         []byte
-	step          *int32
-	eventSeq      *int64
-	startedAt     *time.Time
-	updatedAt     *time.Time
+	runID         pgtype.Text
+	tenantID      pgtype.Text
+	graphID       pgtype.Text
+	graphHash     pgtype.Text
+	checkpointSeq pgtype.Int8
+	token         pgtype.Text
+	claimedAt     pgtype.Timestamptz
+	attempts      pgtype.Int4
+	poisonedAt    pgtype.Timestamptz
+	poisonReason  pgtype.Text
+	class         pgtype.Text
+	order         pgtype.Int8
+	step          pgtype.Int4
+	eventSeq      pgtype.Int8
+	startedAt     pgtype.Timestamptz
+	updatedAt     pgtype.Timestamptz
 	readyCount    int64
 	expiredCount  int64
 	gateCode      int32
+	doc           *run.Run
 }
 
 // claimArgs are the claim statements' parameters ($1 to $7) for r.
@@ -102,16 +107,21 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 	if err != nil {
 		return nil, claimError(err)
 	}
-	var outcomes []claimRow
+	var (
+		outcomes []claimRow
+		state    pgtype.DriverBytes
+	)
 	for rows.Next() {
 		var c claimRow
 		err := rows.Scan(&c.runID, &c.tenantID, &c.graphID, &c.graphHash, &c.checkpointSeq, &c.token,
-			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order, &c.state,
+			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order, &state,
 			&c.step, &c.eventSeq, &c.startedAt, &c.updatedAt, &c.readyCount, &c.expiredCount, &c.gateCode)
 		if err != nil {
 			rows.Close()
 			return nil, claimError(err)
 		}
+		// state is the driver's until the next row: decode it now.
+		c.doc = leasedRun(&c, state)
 		outcomes = append(outcomes, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -121,39 +131,41 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 	if len(outcomes) == 1 && outcomes[0].gateCode < 0 {
 		return nil, gateError(outcomes[0].gateCode)
 	}
-	// RETURNING has no order: restore the admission order.
-	slices.SortFunc(outcomes, func(a, b claimRow) int { return int(*a.order - *b.order) })
 	for _, c := range outcomes {
-		if c.runID == nil || c.class == nil || c.attempts == nil {
+		if !c.runID.Valid || !c.class.Valid || !c.attempts.Valid || !c.order.Valid {
 			return nil, fmt.Errorf("docket postgres: claim: malformed outcome row")
 		}
+	}
+	// RETURNING has no order: restore the admission order.
+	slices.SortFunc(outcomes, func(a, b claimRow) int { return int(a.order.Int64 - b.order.Int64) })
+	for _, c := range outcomes {
 		batch.ReadyCandidates, batch.ExpiredCandidates = int(c.readyCount), int(c.expiredCount)
-		class := claim.Class(*c.class)
-		if c.poisonedAt != nil {
+		class := claim.Class(c.class.String)
+		if c.poisonedAt.Valid {
 			batch.Poisoned = append(batch.Poisoned, ports.PoisonOutcome{
-				RunID:        *c.runID,
-				Owner:        ownerOf(c.tenantID),
-				PoisonedAt:   ports.Micros(*c.poisonedAt),
-				PoisonReason: textOf(c.poisonReason),
+				RunID:        c.runID.String,
+				Owner:        ownerOfText(c.tenantID),
+				PoisonedAt:   ports.Micros(c.poisonedAt.Time),
+				PoisonReason: c.poisonReason.String,
 				Class:        class,
 			})
 			continue
 		}
-		if c.token == nil || c.claimedAt == nil || c.checkpointSeq == nil || c.graphID == nil || c.graphHash == nil {
-			return nil, fmt.Errorf("docket postgres: claim: malformed lease row for run %q", *c.runID)
+		if !c.token.Valid || !c.claimedAt.Valid || !c.checkpointSeq.Valid || !c.graphID.Valid || !c.graphHash.Valid {
+			return nil, fmt.Errorf("docket postgres: claim: malformed lease row for run %q", c.runID.String)
 		}
 		batch.Leases = append(batch.Leases, ports.Lease{
-			RunID:         *c.runID,
-			Owner:         ownerOf(c.tenantID),
-			GraphID:       *c.graphID,
-			GraphHash:     *c.graphHash,
-			CheckpointSeq: *c.checkpointSeq,
-			Token:         ports.NewClaimToken(*c.token),
-			ClaimedAt:     ports.Micros(*c.claimedAt),
-			Attempt:       int(*c.attempts),
+			RunID:         c.runID.String,
+			Owner:         ownerOfText(c.tenantID),
+			GraphID:       c.graphID.String,
+			GraphHash:     c.graphHash.String,
+			CheckpointSeq: c.checkpointSeq.Int64,
+			Token:         ports.NewClaimToken(c.token.String),
+			ClaimedAt:     ports.Micros(c.claimedAt.Time),
+			Attempt:       int(c.attempts.Int32),
 			OrphanTTL:     r.OrphanTTL,
 			Class:         class,
-			Run:           leasedRun(c),
+			Run:           c.doc,
 		})
 	}
 	return batch, nil
@@ -162,20 +174,29 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 // leasedRun decodes the document a lease row returned; a document that
 // does not decode or disagrees with the row's columns (a leased row is
 // running, so unfinished) is left to the holder's own read, which reports
-// it before any node runs.
-func leasedRun(c claimRow) *run.Run {
-	if c.step == nil || c.eventSeq == nil || c.startedAt == nil || c.updatedAt == nil {
+// it before any node runs. Rows that are not leases decode nothing.
+func leasedRun(c *claimRow, state []byte) *run.Run {
+	if state == nil || c.poisonedAt.Valid || !c.runID.Valid || !c.checkpointSeq.Valid || !c.graphID.Valid || !c.graphHash.Valid ||
+		!c.step.Valid || !c.eventSeq.Valid || !c.startedAt.Valid || !c.updatedAt.Valid {
 		return nil
 	}
-	row := runRow{runID: *c.runID, state: c.state, checkpointSeq: *c.checkpointSeq, columns: docColumns{
-		graphID: *c.graphID, graphHash: *c.graphHash, status: string(run.StatusRunning),
-		step: *c.step, eventSeq: *c.eventSeq, startedAt: *c.startedAt, updatedAt: *c.updatedAt,
+	row := runRow{runID: c.runID.String, state: state, checkpointSeq: c.checkpointSeq.Int64, columns: docColumns{
+		graphID: c.graphID.String, graphHash: c.graphHash.String, status: string(run.StatusRunning),
+		step: c.step.Int32, eventSeq: c.eventSeq.Int64, startedAt: c.startedAt.Time, updatedAt: c.updatedAt.Time,
 	}}
 	doc, err := row.decode()
 	if err != nil {
 		return nil
 	}
 	return doc
+}
+
+// ownerOfText is the owner scope of a scanned tenant_id.
+func ownerOfText(tenantID pgtype.Text) ports.OwnerScope {
+	if !tenantID.Valid {
+		return ports.Tenantless()
+	}
+	return ports.OwnerOf(tenantID.String)
 }
 
 // gateError maps the sentinel row of a closed admission gate.
