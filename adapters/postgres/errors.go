@@ -41,6 +41,9 @@ func (e *DatabaseError) Error() string {
 
 // pgError returns the PostgreSQL error inside err, if any.
 func pgError(err error) (*pgconn.PgError, bool) {
+	if err == nil {
+		return nil, false // errors.As would still allocate pgErr on the heap
+	}
 	var pgErr *pgconn.PgError
 	ok := errors.As(err, &pgErr)
 	return pgErr, ok
