@@ -74,6 +74,16 @@ func (NopTelemetry) Committed(context.Context, CommittedFact) {}
 
 type nopSpan struct{}
 
+// Discards reports whether t drops every fact unread (NopTelemetry), so a
+// hot path may skip building measurements and labels nobody reads.
+func Discards(t Telemetry) bool {
+	switch t.(type) {
+	case NopTelemetry, *NopTelemetry:
+		return true
+	}
+	return false
+}
+
 func (nopSpan) End(string, Measurements) {}
 
 // Fact and operation names: the one spelling the runtime reports each fact

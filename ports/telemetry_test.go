@@ -27,3 +27,14 @@ func TestPoisonReasonLabelIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// recorder stands for any telemetry that reads what it is given.
+type recorder struct{ ports.NopTelemetry }
+
+func TestDiscardsOnlyTheNopTelemetry(t *testing.T) {
+	t.Parallel()
+	assert.True(t, ports.Discards(ports.NopTelemetry{}))
+	assert.True(t, ports.Discards(&ports.NopTelemetry{}))
+	assert.False(t, ports.Discards(recorder{}), "a telemetry embedding the no-op one may read what it overrides")
+	assert.False(t, ports.Discards(nil))
+}

@@ -327,9 +327,14 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // observe opens a telemetry span for op; the returned function ends it
 // with a bounded result label.
 func (s *Store) observe(ctx context.Context, op string) func(result string) {
+	if ports.Discards(s.telemetry) {
+		return endNothing
+	}
 	_, span := s.telemetry.StartSpan(ctx, op)
 	return func(result string) { span.End(result, nil) }
 }
+
+func endNothing(string) {}
 
 // observeOperation spans one claim operation; it ends with whether the
 // operation matched the run's current claim (or, for a poison recovery,

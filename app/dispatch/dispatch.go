@@ -439,6 +439,9 @@ type capacity struct {
 }
 
 func (d *Dispatcher) reportState(c capacity) {
+	if ports.Discards(d.cfg.Telemetry) {
+		return
+	}
 	d.cfg.Telemetry.Emit(d.pollCtx, ports.FactDispatcherState, ports.Measurements{
 		"concurrency":  float64(d.cfg.Concurrency),
 		"demand":       float64(max(d.cfg.Concurrency-c.inFlight, 0)),
@@ -495,6 +498,10 @@ func (d *Dispatcher) poll(source string, demand int) {
 func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, draining bool) (launched int, poisoned []ports.PoisonOutcome) {
 	var leases, ready, expired int
 	defer func() {
+		if ports.Discards(d.cfg.Telemetry) {
+			res.span.End(resultOf(res.err), nil)
+			return
+		}
 		m := ports.Measurements{
 			"demand":      float64(res.demand),
 			"concurrency": float64(d.cfg.Concurrency),
@@ -540,7 +547,7 @@ func (d *Dispatcher) handle(ctx context.Context, res pollResult, inFlight int, d
 // RunStore.ClaimDue in the runtime reports its batches through it, so
 // each fact has exactly one source.
 func ReportClaims(ctx context.Context, t ports.Telemetry, batch *ports.ClaimBatch) {
-	if batch == nil {
+	if batch == nil || ports.Discards(t) {
 		return
 	}
 	for _, lease := range batch.Leases {

@@ -692,6 +692,9 @@ func (d *drive) finish(ctx context.Context, out Outcome) {
 			slog.String("run_id", d.lease.RunID), slog.Int("claim_attempt", d.lease.Attempt),
 			slog.String("error", errString(out.Err)))
 	}
+	if ports.Discards(d.cfg.Telemetry) {
+		return
+	}
 	labels := []ports.Label{{Key: ports.LabelOutcome, Value: string(out.Kind)}}
 	if out.Budget != "" {
 		labels = append(labels, ports.Label{Key: ports.LabelBudget, Value: out.Budget})
