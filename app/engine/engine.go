@@ -161,20 +161,39 @@ func (e *Engine) newVehicle(cache *graphcache.Cache, stopping <-chan struct{}) (
 
 // registryGeneration fingerprints the registered node references, so a
 // graph cached as "does not compile" is retried once a node is added.
+//
+// A graph cache asks at every lookup; the fingerprint is rebuilt only when
+// the number of references changed (they are only ever added).
 func registryGeneration(cfg Config) func() string {
+	var (
+		mu    sync.Mutex
+		count = -1
+		gen   string
+	)
 	return func() string {
-		refs := cfg.Nodes.Refs()
-		n := 0
-		for _, r := range refs {
-			n += len(r) + 1
+		n := cfg.Nodes.Len()
+		mu.Lock()
+		defer mu.Unlock()
+		if n != count {
+			refs := cfg.Nodes.Refs()
+			count, gen = len(refs), fingerprint(refs)
 		}
-		b := make([]byte, 0, n)
-		for _, r := range refs {
-			b = append(b, r...)
-			b = append(b, 0)
-		}
-		return string(b)
+		return gen
 	}
+}
+
+// fingerprint joins refs, each ended by a NUL.
+func fingerprint(refs []string) string {
+	n := 0
+	for _, r := range refs {
+		n += len(r) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, r := range refs {
+		b = append(b, r...)
+		b = append(b, 0)
+	}
+	return string(b)
 }
 
 // Tenant returns the client of one tenant. In TenantNone mode, or with an

@@ -79,6 +79,14 @@ func (r *Registry) ConfigSchema(ref string) (*schema.Schema, bool) {
 	return n.ConfigSchema(), true
 }
 
+// Len returns how many references are registered. References are only
+// ever added, so an unchanged count means an unchanged set.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.nodes)
+}
+
 // Refs returns the registered references, sorted.
 func (r *Registry) Refs() []string {
 	r.mu.RLock()
