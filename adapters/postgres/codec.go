@@ -35,13 +35,16 @@ func (a eventArrays) args() []any {
 	return []any{a.seqs, a.types, a.steps, a.nodeIDs, a.channelIDs, a.taskIDs, a.payloads, a.metadata, a.occurred}
 }
 
-// newEventArrays has room for n events.
+// newEventArrays has room for n events. Columns of one element type share
+// one allocation, each capped at its own part, so an append past n
+// reallocates instead of writing into the next column.
 func newEventArrays(n int) eventArrays {
+	texts := make(pgtype.FlatArray[*string], 3*n)
+	docs := make(pgtype.FlatArray[[]byte], 2*n)
 	return eventArrays{
 		seqs: make([]int64, 0, n), types: make([]string, 0, n), steps: make([]int32, 0, n),
-		nodeIDs: make(pgtype.FlatArray[*string], 0, n), channelIDs: make(pgtype.FlatArray[*string], 0, n),
-		taskIDs: make(pgtype.FlatArray[*string], 0, n), payloads: make(pgtype.FlatArray[[]byte], 0, n),
-		metadata: make(pgtype.FlatArray[[]byte], 0, n), occurred: make([]time.Time, 0, n),
+		nodeIDs: texts[0:0:n], channelIDs: texts[n : n : 2*n], taskIDs: texts[2*n : 2*n : 3*n],
+		payloads: docs[0:0:n], metadata: docs[n : n : 2*n], occurred: make([]time.Time, 0, n),
 	}
 }
 

@@ -232,6 +232,28 @@ func BenchmarkEncodeClaimedBatch(b *testing.B) {
 	}
 }
 
+// TestEventColumnsSharingAnAllocationStayApart appends past the room
+// newEventArrays made (as batchEvents' append may) and finds each column
+// of the shared allocations unchanged by its neighbour's growth.
+func TestEventColumnsSharingAnAllocationStayApart(t *testing.T) {
+	t.Parallel()
+	node, channel, task := "n", "c", "t"
+	a := newEventArrays(2)
+	a.nodeIDs = append(a.nodeIDs, &node, &node, &node)
+	a.channelIDs = append(a.channelIDs, &channel, &channel)
+	a.taskIDs = append(a.taskIDs, &task)
+	a.payloads = append(a.payloads, []byte("p"), []byte("p"), []byte("p"))
+	a.metadata = append(a.metadata, []byte("m"))
+	require.Equal(t, pgtype.FlatArray[*string]{&node, &node, &node}, a.nodeIDs)
+	require.Equal(t, pgtype.FlatArray[*string]{&channel, &channel}, a.channelIDs)
+	require.Equal(t, pgtype.FlatArray[*string]{&task}, a.taskIDs)
+	require.Equal(t, pgtype.FlatArray[[]byte]{[]byte("p"), []byte("p"), []byte("p")}, a.payloads)
+	require.Equal(t, pgtype.FlatArray[[]byte]{[]byte("m")}, a.metadata)
+	empty := newEventArrays(0)
+	require.NotNil(t, empty.nodeIDs, "an empty column is an empty array, not NULL")
+	require.NotNil(t, empty.payloads, "an empty column is an empty array, not NULL")
+}
+
 // BenchmarkEncodeEvents encodes the six events a one-step run's closing
 // commit writes (its superstep and its completion).
 func BenchmarkEncodeEvents(b *testing.B) {
