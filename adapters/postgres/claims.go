@@ -112,18 +112,20 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 		return nil, claimError(err)
 	}
 	var (
-		outcomes []claimRow
-		state    pgtype.DriverBytes
+		outcomes                            []claimRow
+		state                               pgtype.DriverBytes
+		tenantID, graphID, graphHash, class sharedText
 	)
 	for rows.Next() {
 		var c claimRow
-		err := rows.Scan(&c.runID, &c.tenantID, &c.graphID, &c.graphHash, &c.checkpointSeq, &c.token,
-			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &c.class, &c.order, &state,
+		err := rows.Scan(&c.runID, &tenantID, &graphID, &graphHash, &c.checkpointSeq, &c.token,
+			&c.claimedAt, &c.attempts, &c.poisonedAt, &c.poisonReason, &class, &c.order, &state,
 			&c.step, &c.eventSeq, &c.startedAt, &c.updatedAt, &c.readyCount, &c.expiredCount, &c.gateCode)
 		if err != nil {
 			rows.Close()
 			return nil, claimError(err)
 		}
+		c.tenantID, c.graphID, c.graphHash, c.class = tenantID.text(), graphID.text(), graphHash.text(), class.text()
 		// state is the driver's until the next row: decode it now.
 		c.doc = leasedRun(&c, state)
 		outcomes = append(outcomes, c)
@@ -193,6 +195,31 @@ func leasedRun(c *claimRow, state []byte) *run.Run {
 		return nil
 	}
 	return doc
+}
+
+// sharedText scans a text column whose value repeats from row to row (a
+// scope, a graph's id and hash, a claim class): a value equal to the
+// previous row's keeps that row's string instead of allocating its own.
+type sharedText struct {
+	last  string
+	valid bool
+}
+
+// ScanBytes reads the driver's bytes of the column (pgtype.BytesScanner).
+func (t *sharedText) ScanBytes(v []byte) error {
+	t.valid = v != nil
+	if t.valid && string(v) != t.last {
+		t.last = string(v)
+	}
+	return nil
+}
+
+// text is the value scanned last.
+func (t *sharedText) text() pgtype.Text {
+	if !t.valid {
+		return pgtype.Text{}
+	}
+	return pgtype.Text{String: t.last, Valid: true}
 }
 
 // ownerOfText is the owner scope of a scanned tenant_id.
