@@ -66,6 +66,20 @@ func (s *Store) BatchedWriteForTest(ctx context.Context, sql string, n int, inTx
 	return s.batchedWrite(ctx, tx, sql, nil, n)
 }
 
+// ExplainAnalyzeClaimForTest runs the store's claim statement for r under
+// EXPLAIN (ANALYZE, FORMAT JSON) in a transaction it rolls back, and
+// returns the plan with the rows each node read.
+func (s *Store) ExplainAnalyzeClaimForTest(ctx context.Context, r claim.Request) ([]byte, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var plan []byte
+	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.claimSQL, s.claimArgs(r.Normalized())...).Scan(&plan)
+	return plan, err
+}
+
 // ExplainClaimForTest returns EXPLAIN (FORMAT JSON) of the store's claim
 // statement for r, bound as ClaimDue binds it (nothing is executed).
 func (s *Store) ExplainClaimForTest(ctx context.Context, r claim.Request) ([]byte, error) {

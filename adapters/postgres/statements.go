@@ -269,13 +269,17 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 // Invariants (beyond sqlClaimDueLegacy's):
 //   - Admission happens only under the gate's 'windowed' authority.
 //   - Sampling: scopes of docket_claim_schedule with unfinished runs and at
-//     least one due ready run, found by two EXISTS probes (queued and
-//     admitted) that each match one partial index
+//     least one due ready run, found by two probes (queued, then admitted
+//     if need be) that each match one partial index
 //     (docket_runs_scope_queued_ready_index,
 //     docket_runs_scope_admitted_ready_index); random order; at most limit
 //     scopes. A scope whose runs all sleep is never sampled. The schedule
 //     keeps a row for every scope that ever had a run, so the claim's cost
 //     grows with the number of tenants ever seen (docs/operations.md).
+//     The probes are a LATERAL LIMIT 1, not EXISTS: the planner may turn
+//     an EXISTS into one hashed read of the whole ready index, which it
+//     picks on tables never analysed (every ready index looks empty) and
+//     which costs a read of every due run at every claim.
 //   - Per-scope page (LATERAL, no locks): up to 2·limit due admitted
 //     runs and up to 2·limit due queued runs, each by (wake_at, id),
 //     ranked admitted first then (wake_at, id) into scope_rank, cut at
@@ -285,12 +289,22 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     unlocked, the first limit rows of the breadth-first order are the
 //     same as with pages of limit. Doubled as bigint: twice a 32-bit
 //     limit overflows integer.
-//   - Breadth first: the pooled pages are re-read from docket_runs, the
-//     ready predicate re-checked, ordered by (scope_rank, wake_at, id) and
-//     locked FOR UPDATE OF the run SKIP LOCKED, at most limit rows: every
-//     sampled scope's first candidate comes before any scope's second, and
-//     a locked head is skipped, not waited on. That order is the ready
-//     class rank.
+//   - Breadth first: the pool is ordered by (scope_rank, wake_at, id) and
+//     each candidate in turn read from docket_runs by id and locked FOR
+//     UPDATE OF the run SKIP LOCKED (a LATERAL per candidate), its ready
+//     predicate checked on the version locked, until limit ready rows are
+//     locked: every sampled scope's first candidate comes before any
+//     scope's second, and a locked head is skipped, not waited on. That
+//     order is the ready class rank. The wake_at the pool was read with
+//     is the one re-read (one snapshot), so the order is that of the
+//     re-read rows. Locking in the pool's order reads limit rows plus
+//     those skipped and leaves the planner no join to choose: joined
+//     whole, the pool was matched against every due run of the table (a
+//     hash of the ready index, or a nested loop over it per candidate
+//     where statistics were missing). The lookup names only the id (the
+//     predicate is checked above its LIMIT 1) so that only the primary
+//     key serves it: with the predicate beside it, the ready index
+//     (wake_at, id) qualifies too, and read by id it is read whole.
 //   - Fill: when that comes back short, the rest of the limit is taken
 //     from the other due ready runs: the admitted ones first, then the
 //     queued ones, each oldest first, locked the same way and ranked
@@ -314,30 +328,36 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
     SELECT s.scope_key
     FROM {schema}.docket_claim_schedule AS s
+    CROSS JOIN LATERAL (
+        (SELECT 1
+         FROM {schema}.docket_runs AS q
+         WHERE q.scope_key = s.scope_key
+           AND q.status = 'running' AND q.poisoned_at IS NULL
+           AND q.tenant_admitted_at IS NULL
+           AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+           AND q.wake_at <= {now}
+         LIMIT 1)
+        UNION ALL
+        (SELECT 1
+         FROM {schema}.docket_runs AS a
+         WHERE a.scope_key = s.scope_key
+           AND a.status = 'running' AND a.poisoned_at IS NULL
+           AND a.tenant_admitted_at IS NOT NULL
+           AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+           AND a.wake_at <= {now}
+         LIMIT 1)
+        LIMIT 1
+    ) AS due
     WHERE EXISTS (SELECT 1 FROM authority)
       AND s.unfinished_count > 0
-      AND (EXISTS (SELECT 1
-                   FROM {schema}.docket_runs AS q
-                   WHERE q.scope_key = s.scope_key
-                     AND q.status = 'running' AND q.poisoned_at IS NULL
-                     AND q.tenant_admitted_at IS NULL
-                     AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                     AND q.wake_at <= {now})
-           OR EXISTS (SELECT 1
-                      FROM {schema}.docket_runs AS a
-                      WHERE a.scope_key = s.scope_key
-                        AND a.status = 'running' AND a.poisoned_at IS NULL
-                        AND a.tenant_admitted_at IS NOT NULL
-                        AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                        AND a.wake_at <= {now}))
     ORDER BY random()
     LIMIT $2::integer
 ),
 paged AS MATERIALIZED (
-    SELECT page.id, page.scope_rank
+    SELECT page.id, page.wake_at, page.scope_rank
     FROM sampled AS s
     CROSS JOIN LATERAL (
-        SELECT u.id,
+        SELECT u.id, u.wake_at,
                row_number() OVER (ORDER BY u.admitted DESC, u.wake_at, u.id) AS scope_rank
         FROM ((SELECT a.id, a.wake_at, true AS admitted
                FROM {schema}.docket_runs AS a
@@ -362,17 +382,7 @@ paged AS MATERIALIZED (
         LIMIT 2 * $2::bigint
     ) AS page
 ),
-fair AS MATERIALIZED (
-    SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
-    FROM paged AS p
-    JOIN {schema}.docket_runs AS r ON r.id = p.id
-    WHERE r.status = 'running' AND r.poisoned_at IS NULL
-      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
-      AND r.wake_at <= {now}
-    ORDER BY p.scope_rank, r.wake_at, r.id
-    LIMIT $2::integer
-    FOR UPDATE OF r SKIP LOCKED
-),
+fair AS MATERIALIZED (` + windowedLock("paged", "$2::integer") + `),
 filled_admitted AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
     FROM {schema}.docket_runs AS r
@@ -408,6 +418,29 @@ ready AS MATERIALIZED (
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
+
+// windowedLock locks up to limit candidates of pool for the tenant-fair
+// claim, in breadth-first order, each re-read by id (see
+// sqlClaimDueWindowed).
+func windowedLock(pool, limit string) string {
+	return `
+    SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
+    FROM (SELECT id, wake_at, scope_rank
+          FROM ` + pool + `
+          ORDER BY scope_rank, wake_at, id) AS p
+    CROSS JOIN LATERAL (
+        SELECT r.id, r.status, r.poisoned_at, r.claim_token, r.wake_at
+        FROM {schema}.docket_runs AS r
+        WHERE r.id = p.id
+        LIMIT 1
+        FOR UPDATE OF r SKIP LOCKED
+    ) AS r
+    WHERE r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= {now}
+    LIMIT ` + limit + `
+`
+}
 
 // claimMergeCTEs ranks the two classes, merges them (claim.Merge) and
 // applies the per-row outcome, after a statement's ready and expired
