@@ -142,3 +142,26 @@ func TestAWindowedClaimFillsAdmittedRunsBeforeQueuedOnes(t *testing.T) {
 		})
 	}
 }
+
+// Past the first ranks of the sampled scopes' pages, a tenant-fair claim
+// whose first ranks are all held still goes breadth first: each scope's
+// next free run before any scope's second, not the oldest free runs.
+func TestAWindowedClaimPastHeldHeadsStaysBreadthFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := newEnv(t, envOptions{policy: claim.WindowedInterleave, maxConns: 8})
+	a, b := ports.Tenant(newRunID("a")), ports.Tenant(newRunID("b"))
+	due := func(scope ports.OwnerScope, seconds int) *run.Run {
+		return env.insertRun(t, scope, t0.Add(-time.Hour), t0.Add(time.Duration(seconds)*time.Second))
+	}
+	// A claim of two samples both scopes and reads their first two ranks
+	// first: all four held.
+	for _, r := range []*run.Run{due(a, -50), due(a, -49), due(b, -10), due(b, -9)} {
+		release := holdRun(t, env.store, r.ID)
+		defer release()
+	}
+	a3, _, b3 := due(a, -48), due(a, -47), due(b, -8)
+	batch, err := env.store.ClaimDue(ctx, readyAt(t0, 2))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{a3.ID, b3.ID}, leaseIDs(batch), "each scope's third run, not a's third and fourth")
+}

@@ -288,7 +288,16 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //     locked, and the rows behind it must be there to take its place;
 //     unlocked, the first limit rows of the breadth-first order are the
 //     same as with pages of limit. Doubled as bigint: twice a 32-bit
-//     limit overflows integer.
+//     limit overflows integer. The pages are read in two parts: first
+//     each scope's head, its first ceil(2·limit / sampled scopes) ranks
+//     (share.depth), which together hold 2·limit candidates when every
+//     sampled scope has that many; the rest of the pages (the ranks past
+//     the head of scopes whose head was full) are read, and locked the
+//     same way after the heads, only when locking the heads came back
+//     short. Every head rank comes before every later rank in the
+//     breadth-first order, so the rows locked are those of one pass over
+//     whole pages, while a claim behind a backlog reads about 2·limit
+//     candidates instead of 2·limit per sampled scope.
 //   - Breadth first: the pool is ordered by (scope_rank, wake_at, id) and
 //     each candidate in turn read from docket_runs by id and locked FOR
 //     UPDATE OF the run SKIP LOCKED (a LATERAL per candidate), its ready
@@ -353,36 +362,32 @@ var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
     ORDER BY random()
     LIMIT $2::integer
 ),
-paged AS MATERIALIZED (
-    SELECT page.id, page.wake_at, page.scope_rank
-    FROM sampled AS s
-    CROSS JOIN LATERAL (
-        SELECT u.id, u.wake_at,
-               row_number() OVER (ORDER BY u.admitted DESC, u.wake_at, u.id) AS scope_rank
-        FROM ((SELECT a.id, a.wake_at, true AS admitted
-               FROM {schema}.docket_runs AS a
-               WHERE a.scope_key = s.scope_key
-                 AND a.status = 'running' AND a.poisoned_at IS NULL
-                 AND a.tenant_admitted_at IS NOT NULL
-                 AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                 AND a.wake_at <= {now}
-               ORDER BY a.wake_at, a.id
-               LIMIT 2 * $2::bigint)
-              UNION ALL
-              (SELECT q.id, q.wake_at, false AS admitted
-               FROM {schema}.docket_runs AS q
-               WHERE q.scope_key = s.scope_key
-                 AND q.status = 'running' AND q.poisoned_at IS NULL
-                 AND q.tenant_admitted_at IS NULL
-                 AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                 AND q.wake_at <= {now}
-               ORDER BY q.wake_at, q.id
-               LIMIT 2 * $2::bigint)) AS u
-        ORDER BY scope_rank
-        LIMIT 2 * $2::bigint
-    ) AS page
+share AS MATERIALIZED (
+    SELECT (2 * $2::bigint + count(*) - 1) / GREATEST(count(*), 1) AS depth
+    FROM sampled
 ),
-fair AS MATERIALIZED (` + windowedLock("paged", "$2::integer") + `),
+paged AS MATERIALIZED (
+    SELECT s.scope_key, page.id, page.wake_at, page.scope_rank
+    FROM sampled AS s
+    CROSS JOIN LATERAL (` + windowedPage("(SELECT depth FROM share)") + `) AS page
+),
+fair_head AS MATERIALIZED (` + windowedLock("paged", "$2::integer") + `),
+paged_rest AS MATERIALIZED (
+    SELECT page.id, page.wake_at, page.scope_rank
+    FROM (SELECT p.scope_key
+          FROM paged AS p
+          GROUP BY p.scope_key
+          HAVING count(*) >= (SELECT depth FROM share)) AS s
+    CROSS JOIN LATERAL (` + windowedPage("2 * $2::bigint") + `) AS page
+    WHERE (SELECT count(*) FROM fair_head) < $2::integer
+      AND page.scope_rank > (SELECT depth FROM share)
+),
+fair_rest AS MATERIALIZED (` + windowedLock("paged_rest", "$2::integer - (SELECT count(*) FROM fair_head)") + `),
+fair AS MATERIALIZED (
+    SELECT id, eligible_at, scope_rank FROM fair_head
+    UNION ALL
+    SELECT id, eligible_at, scope_rank FROM fair_rest
+),
 filled_admitted AS MATERIALIZED (
     SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
     FROM {schema}.docket_runs AS r
@@ -418,6 +423,37 @@ ready AS MATERIALIZED (
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
+
+// windowedPage is a sampled scope's page (s.scope_key) for the
+// tenant-fair claim: its first limit due ready runs, admitted before
+// queued, each by (wake_at, id), ranked in that order as scope_rank.
+func windowedPage(limit string) string {
+	return `
+        SELECT u.id, u.wake_at,
+               row_number() OVER (ORDER BY u.admitted DESC, u.wake_at, u.id) AS scope_rank
+        FROM ((SELECT a.id, a.wake_at, true AS admitted
+               FROM {schema}.docket_runs AS a
+               WHERE a.scope_key = s.scope_key
+                 AND a.status = 'running' AND a.poisoned_at IS NULL
+                 AND a.tenant_admitted_at IS NOT NULL
+                 AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+                 AND a.wake_at <= {now}
+               ORDER BY a.wake_at, a.id
+               LIMIT ` + limit + `)
+              UNION ALL
+              (SELECT q.id, q.wake_at, false AS admitted
+               FROM {schema}.docket_runs AS q
+               WHERE q.scope_key = s.scope_key
+                 AND q.status = 'running' AND q.poisoned_at IS NULL
+                 AND q.tenant_admitted_at IS NULL
+                 AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+                 AND q.wake_at <= {now}
+               ORDER BY q.wake_at, q.id
+               LIMIT ` + limit + `)) AS u
+        ORDER BY scope_rank
+        LIMIT ` + limit + `
+    `
+}
 
 // windowedLock locks up to limit candidates of pool for the tenant-fair
 // claim, in breadth-first order, each re-read by id (see

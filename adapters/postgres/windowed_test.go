@@ -535,9 +535,9 @@ func planRowsRead(t *testing.T, plan []byte, relation string, skip ...string) fl
 }
 
 // A tenant-fair claim behind a backlog selects its runs going through
-// about the rows it leases and its pages, not through the backlog, on
-// tables never analysed as on others: it probes each scope for due work
-// and locks candidates by id.
+// about the rows it leases, not through the backlog, on tables never
+// analysed as on others: it probes each scope for due work, reads the
+// first ranks of the sampled scopes' pages and locks candidates by id.
 // (Sampling through a hashed read of the ready index, and matching the
 // pool against every due run, went through the whole backlog at every
 // claim, and on tables without statistics sometimes through backlog ×
@@ -551,7 +551,7 @@ func TestWindowedClaimBehindABacklogReadsAboutItsLimit(t *testing.T) {
 	for i := range scopes * perScope {
 		env.insertRun(t, ports.Tenant(fmt.Sprintf("tenant-%d", i%scopes)), t0.Add(-time.Hour), t0.Add(-time.Duration(i)*time.Second))
 	}
-	for _, limit := range []int{1, 4} {
+	for _, limit := range []int{1, 4, 16} {
 		plan, err := env.store.ExplainAnalyzeClaimForTest(ctx, readyAt(t0, limit))
 		require.NoError(t, err)
 		read := planRowsRead(t, plan, "docket_runs", "outcome")
