@@ -169,7 +169,7 @@ authority AS MATERIALIZED (
 `
 
 const claimExpiredCTE = `expired AS MATERIALIZED (
-    SELECT r.id, r.claimed_at AS eligible_at
+    SELECT r.id, r.ctid, r.claimed_at AS eligible_at
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
@@ -183,8 +183,9 @@ const claimExpiredCTE = `expired AS MATERIALIZED (
 
 const claimOutcomeTail = `
     FROM picked AS p
-    WHERE r.id = p.id
-      AND r.status = 'running' AND r.poisoned_at IS NULL
+    WHERE r.ctid = ANY (ARRAY(SELECT ctid FROM picked))
+      AND r.ctid = p.ctid AND r.id = p.id
+      AND (r.status = 'running' AND r.poisoned_at IS NULL) IS TRUE
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
               r.poisoned_at, r.poison_reason, p.class, p.admission_order,
@@ -237,6 +238,13 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     first, at limit 1 the preferred class first (an empty one falls
 //     through), then (eligible_at, id); keep limit rows. Locked rows that
 //     are not kept are left untouched.
+//   - The update finds each kept row by the tuple its class CTE locked
+//     (ctid, with the id re-checked): a TID scan, whatever the planner
+//     thinks of the table. Joined by id, on tables never analysed it
+//     could read every running run through the status index and compare
+//     each with every kept row; the status re-check is written IS TRUE so
+//     that no index can serve it. The lock keeps the tuple in place until
+//     the statement ends.
 //   - Per row, on its current attempts: below the maximum it is leased
 //     (new token, claimed_at = now, no wake, attempts + 1, admission marker
 //     kept); otherwise poisoned (max_claim_attempts_exceeded at now, no
@@ -247,7 +255,7 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 // $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
 // $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
 var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
-    SELECT r.id, r.wake_at AS eligible_at
+    SELECT r.id, r.ctid, r.wake_at AS eligible_at
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
@@ -384,12 +392,12 @@ paged_rest AS MATERIALIZED (
 ),
 fair_rest AS MATERIALIZED (` + windowedLock("paged_rest", "$2::integer - (SELECT count(*) FROM fair_head)") + `),
 fair AS MATERIALIZED (
-    SELECT id, eligible_at, scope_rank FROM fair_head
+    SELECT id, ctid, eligible_at, scope_rank FROM fair_head
     UNION ALL
-    SELECT id, eligible_at, scope_rank FROM fair_rest
+    SELECT id, ctid, eligible_at, scope_rank FROM fair_rest
 ),
 filled_admitted AS MATERIALIZED (
-    SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
+    SELECT r.id, r.ctid, r.wake_at AS eligible_at, 2 * $2::bigint + 1 AS scope_rank
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
@@ -402,7 +410,7 @@ filled_admitted AS MATERIALIZED (
     FOR UPDATE OF r SKIP LOCKED
 ),
 filled_queued AS MATERIALIZED (
-    SELECT r.id, r.wake_at AS eligible_at, 2 * $2::bigint + 2 AS scope_rank
+    SELECT r.id, r.ctid, r.wake_at AS eligible_at, 2 * $2::bigint + 2 AS scope_rank
     FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
       AND r.status = 'running' AND r.poisoned_at IS NULL
@@ -415,11 +423,11 @@ filled_queued AS MATERIALIZED (
     FOR UPDATE OF r SKIP LOCKED
 ),
 ready AS MATERIALIZED (
-    SELECT id, eligible_at, scope_rank FROM fair
+    SELECT id, ctid, eligible_at, scope_rank FROM fair
     UNION ALL
-    SELECT id, eligible_at, scope_rank FROM filled_admitted
+    SELECT id, ctid, eligible_at, scope_rank FROM filled_admitted
     UNION ALL
-    SELECT id, eligible_at, scope_rank FROM filled_queued
+    SELECT id, ctid, eligible_at, scope_rank FROM filled_queued
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
@@ -460,12 +468,12 @@ func windowedPage(limit string) string {
 // sqlClaimDueWindowed).
 func windowedLock(pool, limit string) string {
 	return `
-    SELECT r.id, r.wake_at AS eligible_at, p.scope_rank
+    SELECT r.id, r.ctid, r.wake_at AS eligible_at, p.scope_rank
     FROM (SELECT id, wake_at, scope_rank
           FROM ` + pool + `
           ORDER BY scope_rank, wake_at, id) AS p
     CROSS JOIN LATERAL (
-        SELECT r.id, r.status, r.poisoned_at, r.claim_token, r.wake_at
+        SELECT r.id, r.ctid, r.status, r.poisoned_at, r.claim_token, r.wake_at
         FROM {schema}.docket_runs AS r
         WHERE r.id = p.id
         LIMIT 1
@@ -485,18 +493,18 @@ func windowedLock(pool, limit string) string {
 // end of its CASE).
 func claimMergeCTEs(readyRank, mergeTail, leaseAdmission string) string {
 	return `ranked AS (
-    SELECT id, eligible_at, 'ready'::text AS class,
+    SELECT id, ctid, eligible_at, 'ready'::text AS class,
            row_number() OVER (ORDER BY ` + readyRank + `) AS class_rank
     FROM ready
     UNION ALL
-    SELECT id, eligible_at, 'expired'::text AS class,
+    SELECT id, ctid, eligible_at, 'expired'::text AS class,
            row_number() OVER (ORDER BY eligible_at, id) AS class_rank
     FROM expired
 ),
 picked AS MATERIALIZED (
-    SELECT id, class, admission_order
+    SELECT id, ctid, class, admission_order
     FROM (
-        SELECT id, class,
+        SELECT id, ctid, class,
                row_number() OVER (
                    ORDER BY ($2::integer >= 2 AND class_rank = 1) DESC,
                             ($2::integer = 1 AND class = $5::text) DESC,
