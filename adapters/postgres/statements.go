@@ -244,7 +244,10 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     could read every running run through the status index and compare
 //     each with every kept row; the status re-check is written IS TRUE so
 //     that no index can serve it. The lock keeps the tuple in place until
-//     the statement ends.
+//     the statement ends. A row another writer changed between the
+//     statement's snapshot and its lock is locked in its newer version,
+//     which the snapshot cannot see: it is left unleased and unchanged,
+//     for the next claim.
 //   - Per row, on its current attempts: below the maximum it is leased
 //     (new token, claimed_at = now, no wake, attempts + 1, admission marker
 //     kept); otherwise poisoned (max_claim_attempts_exceeded at now, no
