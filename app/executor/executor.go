@@ -228,7 +228,13 @@ func (e *Executor) prepare(runID string, act *superstep.Activation, owned bool) 
 	} else {
 		state = cloneMap(state)
 	}
-	return n, node.Input{State: state, Config: cloneMap(act.Config), Task: task}, nil
+	config := act.Config
+	if act.FlatConfig && len(config) > 0 {
+		config = maps.Clone(config)
+	} else {
+		config = cloneMap(config)
+	}
+	return n, node.Input{State: state, Config: config, Task: task}, nil
 }
 
 // groupFor returns the index of the deadline group for after, creating it

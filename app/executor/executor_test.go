@@ -315,6 +315,22 @@ func TestExecuteGivesEachAttemptItsIdentityAndAPrivateSnapshot(t *testing.T) {
 	assert.Equal(t, map[string]any{"field": "out"}, act.Config, "the activation's config is untouched")
 }
 
+// A flat config is copied without a look inside, and still copied.
+func TestExecuteCopiesAFlatConfig(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().MustRegister("write", call(func(_ context.Context, in node.Input) (node.Output, error) {
+		in.Config["field"] = "mutated"
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+	act := activation("n", "write")
+	act.FlatConfig = true
+	execute(t, e, act)
+	act.Owned, act.FlatSnapshot = true, true
+	execute(t, e, act)
+	assert.Equal(t, map[string]any{"field": "out"}, act.Config, "the activation's config is untouched")
+}
+
 func TestExecuteHandsOnlyALoneOwnedActivationItsView(t *testing.T) {
 	t.Parallel()
 	reg := node.NewRegistry().MustRegister("write", call(func(_ context.Context, in node.Input) (node.Output, error) {

@@ -108,6 +108,10 @@ type Activation struct {
 	// FlatSnapshot says no value of Snapshot is a list or a map, so an
 	// owned snapshot can be handed over without copying anything.
 	FlatSnapshot bool
+	// FlatConfig says no value of Config is a list or a map (found once
+	// per compiled graph), so an executor's copy of it need not look
+	// inside.
+	FlatConfig bool
 }
 
 // InputHash is the activation's input_hash (spec 7.3): run.InputHash of

@@ -52,6 +52,9 @@ type index struct {
 type resolvedPolicy struct {
 	policy graph.NodePolicy
 	err    error
+	// flatConfig says no value of the node's config is a list or a map
+	// (see Activation.FlatConfig).
+	flatConfig bool
 }
 
 // slot is one input or state channel seen through its public ID.
@@ -156,7 +159,7 @@ func buildIndex(g *graph.Compiled) *index {
 		}
 		idx.boxed[id] = id
 		pol, err := graph.ResolvePolicies(n.Policies)
-		idx.policies[id] = resolvedPolicy{pol, err}
+		idx.policies[id] = resolvedPolicy{pol, err, flatMap(n.Config)}
 		if err == nil && pol.TimeoutMS > 0 {
 			idx.longestTimeoutMS = max(idx.longestTimeoutMS, pol.TimeoutMS)
 			if idx.shortestTimeoutMS == 0 || pol.TimeoutMS < idx.shortestTimeoutMS {
@@ -205,8 +208,27 @@ func (idx *index) boxList(ss []string) []any {
 // policy resolves a node's policies. The compiled graph is immutable, so
 // the answer is computed once per graph.
 func (idx *index) policy(g *graph.Compiled, nodeID string) (graph.NodePolicy, error) {
+	pol, _, err := idx.nodePolicy(g, nodeID)
+	return pol, err
+}
+
+// nodePolicy is policy and whether the node's config is flat, from one
+// lookup.
+func (idx *index) nodePolicy(g *graph.Compiled, nodeID string) (graph.NodePolicy, bool, error) {
 	if p, ok := idx.policies[nodeID]; ok {
-		return p.policy, p.err
+		return p.policy, p.flatConfig, p.err
 	}
-	return graph.ResolvePolicies(g.Nodes[nodeID].Policies)
+	pol, err := graph.ResolvePolicies(g.Nodes[nodeID].Policies)
+	return pol, false, err
+}
+
+// flatMap says no value of m is a list or a map.
+func flatMap(m map[string]any) bool {
+	for _, v := range m {
+		switch v.(type) {
+		case []any, map[string]any:
+			return false
+		}
+	}
+	return true
 }

@@ -59,7 +59,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates)
 	for i, id := range candidates {
 		node := g.Nodes[id]
-		pol, err := idx.policy(g, id)
+		pol, flatConfig, err := idx.nodePolicy(g, id)
 		if err != nil {
 			return Step{Kind: Commit, Moment: policyFailure(r, id, err, now)}, nil
 		}
@@ -79,6 +79,7 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 			Policy:         pol,
 			Owned:          len(candidates) == 1,
 			FlatSnapshot:   view.flat,
+			FlatConfig:     flatConfig,
 		}
 	}
 	return Step{Kind: Execute, Activations: acts}, nil
@@ -208,7 +209,7 @@ func resumeSuperstep(g *graph.Compiled, idx *index, r *run.Run, env Env, now tim
 				fmt.Sprintf("active task %q references unknown node %q", t.TaskID, t.NodeID), t.NodeID, nil, now)
 			return Step{Kind: Commit, Moment: m}, nil
 		}
-		pol, err := idx.policy(g, t.NodeID)
+		pol, flatConfig, err := idx.nodePolicy(g, t.NodeID)
 		if err != nil {
 			return Step{Kind: Commit, Moment: policyFailure(r, t.NodeID, err, now)}, nil
 		}
@@ -226,6 +227,7 @@ func resumeSuperstep(g *graph.Compiled, idx *index, r *run.Run, env Env, now tim
 			Implementation: node.Implementation,
 			Config:         node.Config,
 			Policy:         pol,
+			FlatConfig:     flatConfig,
 		})
 	}
 	return Step{Kind: Execute, Activations: acts}, nil

@@ -93,6 +93,29 @@ func TestSnapshotIsFlatOnlyWithoutListsOrMaps(t *testing.T) {
 	assert.False(t, a.FlatSnapshot, "a default map")
 }
 
+// FlatConfig, found once per graph, is what lets an executor copy a
+// node's config without looking inside it: it must be false whenever the
+// config holds a list or a map, or a node could write into the graph's.
+func TestConfigIsFlatOnlyWithoutListsOrMaps(t *testing.T) {
+	t.Parallel()
+	plan := func(config map[string]any) superstep.Activation {
+		d := newDoc("flat").input("name", str(), nil).nodes("r").edge("e", "$start", "r", nil)
+		if config != nil {
+			d.section("nodes")["r"].(map[string]any)["config"] = config
+		}
+		g := d.compile(t, graph.Options{})
+		h := newHarness(t, g, map[string]behavior{"r": echo()})
+		step, err := superstep.Advance(g, h.start(map[string]any{"name": "ada"}), h.env())
+		require.NoError(t, err)
+		require.Len(t, step.Activations, 1)
+		return step.Activations[0]
+	}
+	assert.True(t, plan(nil).FlatConfig, "no config")
+	assert.True(t, plan(map[string]any{"k": "v", "n": int64(2)}).FlatConfig)
+	assert.False(t, plan(map[string]any{"k": "v", "m": map[string]any{"x": "y"}}).FlatConfig, "a map")
+	assert.False(t, plan(map[string]any{"l": []any{"x"}}).FlatConfig, "a list")
+}
+
 // A committed state that holds a value no store could hold (a run built
 // by hand, say) is refused at planning instead of being handed to a node,
 // whether the graph's defaults are none, scalars or containers.
