@@ -67,6 +67,11 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 			continue
 		}
 		okNodes = append(okNodes, it.nodeID)
+		if it.soleSet {
+			// The usual one-field update, without starting a map iteration.
+			writes = append(writes, fieldWrite{field: it.sole.field, nodeID: it.nodeID, value: it.sole.value})
+			continue
+		}
 		for f, v := range it.update {
 			writes = append(writes, fieldWrite{field: f, nodeID: it.nodeID, value: v})
 		}
@@ -421,12 +426,12 @@ func revalidatePending(idx *index, r *run.Run) ([]validated, []attemptFailure) {
 	for _, pw := range r.PendingWrites {
 		switch pw.Kind {
 		case run.WriteUpdate:
-			upd, reasons := validateUpdate(idx, pw.Value)
+			upd, last, reasons := validateUpdateEntries(idx, pw.Value)
 			if len(reasons) > 0 {
 				failures = append(failures, attemptFailure{pw.NodeID, pw.TaskID, pw.Attempt, "invalid_state_update: " + strings.Join(reasons, "; ")})
 				continue
 			}
-			out = append(out, validated{taskID: pw.TaskID, nodeID: pw.NodeID, attempt: pw.Attempt, kind: run.WriteUpdate, update: upd, value: upd})
+			out = append(out, validated{taskID: pw.TaskID, nodeID: pw.NodeID, attempt: pw.Attempt, kind: run.WriteUpdate, update: upd, sole: last, soleSet: len(upd) == 1, value: upd})
 		case run.WriteInterrupt:
 			req, reasons := decodeInterrupt(pw.Value)
 			var in interruptRequest

@@ -57,12 +57,12 @@ func Settle(g *graph.Compiled, r *run.Run, step Step, results []Result, env Env)
 		res := &results[i]
 		switch res.Outcome {
 		case OutcomeUpdate:
-			upd, reasons := validateUpdate(idx, res.Update)
+			upd, last, reasons := validateUpdateEntries(idx, res.Update)
 			if len(reasons) > 0 {
 				failures = append(failures, attemptFailure{a.NodeID, a.TaskID, a.Attempt, "invalid_state_update: " + strings.Join(reasons, "; ")})
 				continue
 			}
-			finals = append(finals, validated{taskID: a.TaskID, nodeID: a.NodeID, attempt: a.Attempt, kind: run.WriteUpdate, update: upd, value: upd})
+			finals = append(finals, validated{taskID: a.TaskID, nodeID: a.NodeID, attempt: a.Attempt, kind: run.WriteUpdate, update: upd, sole: last, soleSet: len(upd) == 1, value: upd})
 		case OutcomeInterrupt:
 			in, reasons := validateInterrupt(idx, r, res.Interrupt)
 			if len(reasons) > 0 {

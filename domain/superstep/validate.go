@@ -22,6 +22,11 @@ type validated struct {
 	attempt int
 	kind    string // run.WriteUpdate or run.WriteInterrupt
 	update  map[string]any
+	// sole is the update's only entry when it has exactly one (soleSet),
+	// taken in validation's pass so the barrier need not iterate the map
+	// again.
+	sole    fieldValue
+	soleSet bool
 	intr    interruptRequest
 	value   any
 }
@@ -44,49 +49,63 @@ type keyedReason struct {
 	reason string
 }
 
+// fieldValue is one entry of a state update.
+type fieldValue struct {
+	field string
+	value any
+}
+
 // validateUpdate checks one node's state update (spec 7.5): a map of
 // portable values whose keys are declared state fields and whose values
 // satisfy the field's write schema. The returned map is the update in
 // portable form.
 func validateUpdate(idx *index, v any) (map[string]any, []string) {
+	m, _, reasons := validateUpdateEntries(idx, v)
+	return m, reasons
+}
+
+// validateUpdateEntries is validateUpdate, and the entry of the returned
+// map visited last: its only entry when it has one.
+func validateUpdateEntries(idx *index, v any) (map[string]any, fieldValue, []string) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, []string{fmt.Sprintf("must return a state update map, got %s", value.KindName(v))}
+		return nil, fieldValue{}, []string{fmt.Sprintf("must return a state update map, got %s", value.KindName(v))}
 	}
 	if m == nil {
 		// A node that writes nothing may return a nil map; store it as {} so
 		// the parked write reads back as a map.
 		m = map[string]any{}
 	}
-	problems, portable := updateProblems(idx, m)
+	problems, portable, last := updateProblems(idx, m)
 	if !portable {
 		n, err := value.Normalize(m)
 		if err != nil {
-			return nil, []string{"returned a non-durable update: " + err.Error()}
+			return nil, fieldValue{}, []string{"returned a non-durable update: " + err.Error()}
 		}
 		m = n.(map[string]any)
-		problems, _ = updateProblems(idx, m)
+		problems, _, last = updateProblems(idx, m)
 	}
 	if len(problems) == 0 {
-		return m, nil
+		return m, last, nil
 	}
 	slices.SortStableFunc(problems, func(a, b keyedReason) int { return strings.Compare(a.key, b.key) })
 	reasons := make([]string, len(problems))
 	for i, p := range problems {
 		reasons[i] = p.reason
 	}
-	return nil, reasons
+	return nil, fieldValue{}, reasons
 }
 
 // updateProblems checks each entry of an update against its field, in the
 // same pass as its portability (a map's iteration is most of the cost of
 // checking a small update); it stops at the first entry that is not in
-// portable form.
-func updateProblems(idx *index, m map[string]any) (problems []keyedReason, portable bool) {
+// portable form. last is the entry it visited last.
+func updateProblems(idx *index, m map[string]any) (problems []keyedReason, portable bool, last fieldValue) {
 	for k, w := range m {
 		if value.CheckEntry(k, w) != nil {
-			return nil, false
+			return nil, false, fieldValue{}
 		}
+		last = fieldValue{k, w}
 		if s := idx.fields[k]; s != nil {
 			ws := reducer.WriteSchema(s.channel.Reducer, s.channel.Schema, w)
 			if ws == nil {
@@ -103,7 +122,7 @@ func updateProblems(idx *index, m map[string]any) (problems []keyedReason, porta
 		}
 		problems = append(problems, keyedReason{k, "wrote unknown field " + strconv.Quote(k)})
 	}
-	return problems, true
+	return problems, true, last
 }
 
 // validateInterrupt checks a node's interrupt request (spec 7.5): the
