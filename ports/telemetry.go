@@ -74,6 +74,8 @@ func (NopTelemetry) Committed(context.Context, CommittedFact) {}
 
 type nopSpan struct{}
 
+func (nopSpan) End(string, Measurements) {}
+
 // Discards reports whether t drops every fact unread (NopTelemetry), so a
 // hot path may skip building measurements and labels nobody reads.
 func Discards(t Telemetry) bool {
@@ -83,8 +85,6 @@ func Discards(t Telemetry) bool {
 	}
 	return false
 }
-
-func (nopSpan) End(string, Measurements) {}
 
 // Fact and operation names: the one spelling the runtime reports each fact
 // under and the telemetry adapters catalog it under (docs/telemetry.md

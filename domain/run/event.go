@@ -32,9 +32,10 @@ const (
 // payload shares one empty map with all others, whatever their run, and
 // the payloads that depend on the graph alone (an edge's edge_triggered, a
 // first attempt's node_completed, a sole writer's channel_updated, ...)
-// are built once per compiled graph and shared by all its runs. Copy before changing. Stores copy events in and
-// out, so only the events a caller receives straight from the runtime (the
-// inline runner's checkpoints, say) are shared.
+// are built once per compiled graph and shared by all its runs. Copy
+// before changing. Stores copy events in and out, so only the events a
+// caller receives straight from the runtime (the inline runner's
+// checkpoints, say) are shared.
 type Event struct {
 	RunID     string
 	Seq       int64

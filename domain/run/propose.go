@@ -37,7 +37,8 @@ const (
 // when it has room); callers pass values they built for this moment. A nil
 // payload and the final event's payload become one empty map that every
 // moment shares (emptyPayload): like every proposed value it is
-// read-only. Propose never touches committed. now is used truncated to microseconds in UTC.
+// read-only. Propose never touches committed. now is used truncated to
+// microseconds in UTC.
 func Propose(committed, next *Run, runtimeEvents []Event, ctype CheckpointType, d Disposition, now time.Time) *Moment {
 	p := &struct {
 		moment   Moment
