@@ -198,6 +198,14 @@ func (a *app) interruptsList(ctx context.Context, args []string, limit int) erro
 	if a.json {
 		return printJSON(a.io.Out, open)
 	}
+	if len(open) == 0 {
+		if len(args) == 1 {
+			a.say("no open interrupts in run %s", shellQuote(args[0]))
+		} else {
+			a.say("no open interrupts")
+		}
+		return nil
+	}
 	t := newTable(a.io.Out, "RUN", "INTERRUPT", "NODE", "ANSWER", "RESUMES", "CREATED", "METADATA")
 	for _, in := range open {
 		t.row(in.RunID, in.ID, in.NodeID, answerKind(in.Schema), in.ResumeChannel, shortTimeOf(in.CreatedAt), orDash(compactMeta(in.Metadata)))

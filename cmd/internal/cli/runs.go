@@ -154,6 +154,10 @@ func (a *app) runsList(ctx context.Context, p ports.ListRunsParams, all bool) er
 	if a.json {
 		return printJSON(a.io.Out, res)
 	}
+	if len(res.Runs) == 0 {
+		a.say("no runs")
+		return nil
+	}
 	t := newTable(a.io.Out, "RUN", "GRAPH", "STATUS", "STEP", "SEQ", "STARTED", "UPDATED")
 	for _, s := range res.Runs {
 		t.row(s.RunID, s.GraphID+"@"+short(s.GraphHash), string(s.Status), fmt.Sprint(s.Step), fmt.Sprint(s.CheckpointSeq),
@@ -377,6 +381,10 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 	if a.json {
 		return printJSON(a.io.Out, res)
 	}
+	if len(events) == 0 {
+		a.say("%s", noEvents(after, res))
+		return nil
+	}
 	t := newTable(a.io.Out, "SEQ", "STEP", "TYPE", "DETAIL", "TIME")
 	for _, e := range events {
 		t.row(fmt.Sprint(e.Seq), fmt.Sprint(e.Step), string(e.Type), eventDetail(e), timestamp(e.Timestamp))
@@ -388,6 +396,18 @@ func (a *app) runsEvents(ctx context.Context, runID string, after int64, limit i
 		a.say("more events: docket runs events %s --after %d", shellQuote(runID), res.NextAfterSeq)
 	}
 	return nil
+}
+
+// noEvents says why a page of a run's events after the cursor after is
+// empty: pruning deleted the run's events, or the cursor is at its last.
+func noEvents(after int64, res eventPageJSON) string {
+	switch {
+	case res.LatestAvailableSeq == nil && res.LatestSeq > 0:
+		return fmt.Sprintf("no events: pruning deleted the run's %d event(s)", res.LatestSeq)
+	case after > 0:
+		return fmt.Sprintf("no events after %d (the run's last event is %d)", after, res.LatestSeq)
+	}
+	return "no events"
 }
 
 // ---------------------------------------------------------------- start
