@@ -128,6 +128,16 @@ type diagnosticJSON struct {
 	Message  string         `json:"message"`
 }
 
+// line is the text form of a diagnostic, one indented line under the
+// document it concerns.
+func (d diagnosticJSON) line() string {
+	return fmt.Sprintf("  %-7s %s at %s: %s", d.Severity, d.Code, d.Path, d.Message)
+}
+
+func toDiagnosticJSON(d graph.Diagnostic) diagnosticJSON {
+	return diagnosticJSON{Severity: d.Severity, Code: d.Code, Path: graph.FormatPath(d.Path), PublicID: d.PublicID, Message: d.Message}
+}
+
 type validationJSON struct {
 	File        string           `json:"file"`
 	GraphID     string           `json:"graph_id,omitempty"`
@@ -187,9 +197,7 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 			if d.Severity == graph.SeverityError {
 				res.Valid = false
 			}
-			res.Diagnostics = append(res.Diagnostics, diagnosticJSON{
-				Severity: d.Severity, Code: d.Code, Path: graph.FormatPath(d.Path), PublicID: d.PublicID, Message: d.Message,
-			})
+			res.Diagnostics = append(res.Diagnostics, toDiagnosticJSON(d))
 		}
 		if res.Valid {
 			compiled, err := graph.Compile(g, impls, graph.Options{Profile: graph.ProfilePublish})
@@ -226,7 +234,7 @@ func (a *app) graphValidate(files []string, permissive bool) error {
 				fmt.Fprintf(a.io.Out, "%s: graph %q is invalid\n", res.File, res.GraphID)
 			}
 			for _, d := range res.Diagnostics {
-				fmt.Fprintf(a.io.Out, "  %-7s %s at %s: %s\n", d.Severity, d.Code, d.Path, d.Message)
+				fmt.Fprintln(a.io.Out, d.line())
 			}
 		}
 	}
@@ -261,6 +269,14 @@ type versionJSON struct {
 	PublishedAt string `json:"published_at,omitempty"`
 }
 
+// publishJSON is what graph publish reports: the version, and the
+// compiler's warnings about the document (never errors: a document with
+// one is not published).
+type publishJSON struct {
+	versionJSON
+	Warnings []diagnosticJSON `json:"warnings,omitempty"`
+}
+
 func (a *app) graphPublish(ctx context.Context, args []string, example bool) error {
 	var g *graph.Graph
 	var err error
@@ -290,11 +306,28 @@ func (a *app) graphPublish(ctx context.Context, args []string, example bool) err
 	if err != nil {
 		return err
 	}
-	res := versionJSON{GraphID: v.Ref.GraphID, Hash: v.Ref.Hash, PublishedAt: timestamp(v.PublishedAt)}
+	res := publishJSON{versionJSON: versionJSON{GraphID: v.Ref.GraphID, Hash: v.Ref.Hash, PublishedAt: timestamp(v.PublishedAt)}}
+	if !example {
+		// The store keeps no diagnostics: the compiler's warnings about
+		// the document are found again, against the nodes the engine
+		// compiled it with. The example's own (fields only its node code
+		// names) are no news to whoever publishes it.
+		for _, d := range graph.Verify(g, demo.Registry(), graph.Options{Profile: graph.ProfilePublish}) {
+			if d.Severity == graph.SeverityWarning {
+				res.Warnings = append(res.Warnings, toDiagnosticJSON(d))
+			}
+		}
+	}
 	if a.json {
 		return printJSON(a.io.Out, res)
 	}
 	fmt.Fprintf(a.io.Out, "published %s@%s\n", v.Ref.GraphID, v.Ref.Hash)
+	if len(res.Warnings) > 0 {
+		a.say("%d warning(s):", len(res.Warnings))
+		for _, d := range res.Warnings {
+			a.say("%s", d.line())
+		}
+	}
 	return nil
 }
 
