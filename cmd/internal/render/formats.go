@@ -62,8 +62,8 @@ func Mermaid(g *graph.Graph, o *Overlay) string {
 	b.WriteString("    start_((\"start\"))\n")
 	for _, id := range l.nodes {
 		text := l.label(id)
-		if retry := retryText(g.Nodes[id]); retry != "" {
-			text += "<br/><i>" + retry + "</i>"
+		if policy := policyText(g.Nodes[id]); policy != "" {
+			text += "<br/><i>" + policy + "</i>"
 		}
 		fmt.Fprintf(&b, "    %s[\"%s\"]\n", mermaidID(id), mermaidText(text))
 	}
@@ -154,8 +154,8 @@ func DOT(g *graph.Graph, o *Overlay) string {
 	fmt.Fprintf(&b, "  %s [shape=circle, label=\"start\"];\n", dotQuote(graph.Start))
 	for _, id := range l.nodes {
 		text := l.label(id)
-		if retry := retryText(g.Nodes[id]); retry != "" {
-			text += "\n" + retry
+		if policy := policyText(g.Nodes[id]); policy != "" {
+			text += "\n" + policy
 		}
 		attrs := "label=" + dotQuote(text)
 		if state := o.node(id); state != "" {
@@ -254,7 +254,24 @@ func Text(g *graph.Graph, o *Overlay) string {
 	}
 	type branch struct{ to, note string }
 	bySource := map[string][]branch{}
-	described := map[string]bool{} // nodes whose label and policy were shown
+	described := map[string]bool{} // nodes whose label and policies were shown
+	// describe notes a node's label and policies where it is first drawn
+	// as the target of an edge or a join.
+	describe := func(id string) []string {
+		n := g.Nodes[id]
+		if n == nil || described[id] {
+			return nil
+		}
+		described[id] = true
+		var notes []string
+		if n.Label != "" && n.Label != n.ID {
+			notes = append(notes, "\""+n.Label+"\"")
+		}
+		if policy := policyText(n); policy != "" {
+			notes = append(notes, policy)
+		}
+		return notes
+	}
 	var joins []*graph.Edge
 	for _, e := range l.edges {
 		if e.Barrier {
@@ -265,15 +282,7 @@ func Text(g *graph.Graph, o *Overlay) string {
 		if guard := GuardText(e.Guard); guard != "" {
 			notes = append(notes, "when "+guard)
 		}
-		if n := g.Nodes[e.To]; n != nil && !described[e.To] {
-			described[e.To] = true
-			if n.Label != "" && n.Label != n.ID {
-				notes = append(notes, "\""+n.Label+"\"")
-			}
-			if retry := retryText(n); retry != "" {
-				notes = append(notes, retry)
-			}
-		}
+		notes = append(notes, describe(e.To)...)
 		bySource[sourceOf(e)] = append(bySource[sourceOf(e)], branch{to: e.To, note: strings.Join(notes, "; ")})
 	}
 	width := 0
@@ -305,6 +314,9 @@ func Text(g *graph.Graph, o *Overlay) string {
 		line := strings.Join(names, " + ") + " ══▶ " + name(j.To) + "   (join: waits for all)"
 		if guard := GuardText(j.Guard); guard != "" {
 			line += " when " + guard
+		}
+		if notes := describe(j.To); len(notes) > 0 {
+			line += "; " + strings.Join(notes, "; ")
 		}
 		b.WriteString(line + "\n")
 	}

@@ -329,13 +329,21 @@ func operandText(a any) string {
 	return fmt.Sprint(a)
 }
 
-// retryText describes a node's retry policy, or "" when it has none.
-func retryText(n *graph.Node) string {
+// policyText describes a node's policies (its retries and its attempt
+// timeout), or "" when it sets none.
+func policyText(n *graph.Node) string {
 	policy, err := graph.ResolvePolicies(n.Policies)
-	if err != nil || policy.MaxAttempts <= 1 {
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("retries: up to %d attempts, %dms backoff", policy.MaxAttempts, policy.BackoffMS)
+	var parts []string
+	if policy.MaxAttempts > 1 {
+		parts = append(parts, fmt.Sprintf("retries: up to %d attempts, %dms backoff", policy.MaxAttempts, policy.BackoffMS))
+	}
+	if policy.TimeoutMS > 0 {
+		parts = append(parts, fmt.Sprintf("timeout: %dms per attempt", policy.TimeoutMS))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -205,3 +205,31 @@ func TestAnEdgeWithoutASourceIsDrawnInEveryFormat(t *testing.T) {
 	assert.Contains(t, text, noSource+"\n  └─▶ b", "text draws the sourceless edge:\n%s", text)
 	assert.Contains(t, text, "ghost\n  └─▶ b", "text draws an edge whose source is not a node:\n%s", text)
 }
+
+// Every format shows a node's policies, its attempt timeout as well as its
+// retries, wherever the node is drawn: a join's target as much as an
+// edge's.
+func TestEveryFormatShowsANodesTimeoutAndRetries(t *testing.T) {
+	t.Parallel()
+	g, err := graph.New("policies").
+		Node("fetch", "n.fetch", graph.Timeout(5000), graph.Retry(3, 200)).
+		Node("check", "n.check", graph.Timeout(750)).
+		Node("merge", "n.merge", graph.Label("Merge"), graph.Timeout(1200)).
+		Edge("s_fetch", graph.Start, "fetch").
+		Edge("s_check", graph.Start, "check").
+		Join("both", []string{"fetch", "check"}, "merge").
+		Edge("done", "merge", graph.Finish).
+		Build()
+	require.NoError(t, err)
+	const fetch, check, merge = "retries: up to 3 attempts, 200ms backoff; timeout: 5000ms per attempt",
+		"timeout: 750ms per attempt", "timeout: 1200ms per attempt"
+	for _, f := range Formats() {
+		out, err := Render(f, g, nil)
+		require.NoError(t, err)
+		for _, want := range []string{fetch, check, merge} {
+			assert.Contains(t, out, want, "%s:\n%s", f, out)
+		}
+	}
+	text := Text(g, nil)
+	assert.Contains(t, text, "fetch + check ══▶ merge   (join: waits for all); \"Merge\"; "+merge+"\n")
+}
