@@ -20,7 +20,8 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Install or upgrade the Docket schema to this build's version",
 		Long: "up migrates the schema forward, one version per transaction, to --target (default: the\n" +
 			"version this build needs). Concurrent migrators of one schema serialize; a version already\n" +
-			"installed is left alone, and up never downgrades.",
+			"installed is left alone, and up never downgrades: a --target below the schema's version\n" +
+			"is refused.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.migrate(cmd.Context(), true, upTarget)
@@ -32,7 +33,8 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Downgrade the Docket schema (deletes data; needs --yes)",
 		Long: "down migrates the schema back to --target, one version per transaction. Target 0 (the\n" +
 			"default) removes every Docket table with its runs, events and graphs; the schema itself stays.\n" +
-			"Without --schema it acts on public only; a schema the search_path finds must be named.",
+			"Without --schema it acts on public only; a schema the search_path finds must be named.\n" +
+			"A --target above the schema's version is refused: down never upgrades.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !yes {
@@ -93,6 +95,14 @@ func (a *app) migrate(ctx context.Context, upward bool, target int) error {
 	}
 	if from > migrations.CurrentVersion {
 		return &migrations.VersionError{Schema: schema, Found: from, Want: migrations.CurrentVersion}
+	}
+	// A target on the other side of the installed version asks for the
+	// opposite direction: saying "nothing to do" would claim it is there.
+	switch {
+	case upward && target < from:
+		return usagef("--target %d: schema %q is at version %d, above the target, and up never downgrades (migrate down --target %d --yes does, deleting data)", target, schema, from, target)
+	case !upward && target > from:
+		return usagef("--target %d: schema %q is at version %d, below the target, and down never upgrades (migrate up --target %d does)", target, schema, from, target)
 	}
 	var versions []int
 	switch {
