@@ -50,7 +50,8 @@ func (a *app) demoCommand() *cobra.Command {
 			"                          postgres on PATH or in /usr/lib/postgresql/*/bin) in --data-dir,\n" +
 			"                          default <user cache dir>/docket/demo-pg, kept between demos: runs\n" +
 			"                          a demo interrupted with Ctrl-C left unfinished resume next time\n" +
-			"  no binaries, --memory   the in-memory store (nothing is kept)",
+			"  no binaries, --memory   the in-memory store (nothing is kept); but a private PostgreSQL\n" +
+			"                          asked for with --data-dir or --pg-bin-dir that cannot start is an error",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.runs < 1 || o.runs > 1000 {
@@ -173,9 +174,22 @@ func unfinishedDemoRuns(ctx context.Context, c *engine.Client) (int, error) {
 	}
 }
 
+// demoPostgresFlags names the flags that asked for the private PostgreSQL.
+func demoPostgresFlags(o demoOptions) string {
+	var flags []string
+	if o.dataDir != "" {
+		flags = append(flags, "--data-dir "+shellQuote(o.dataDir))
+	}
+	if o.binDir != "" {
+		flags = append(flags, "--pg-bin-dir "+shellQuote(o.binDir))
+	}
+	return strings.Join(flags, " and ")
+}
+
 // demoBackend picks the database: memory when --memory says so, else the
 // configured URL, else a private PostgreSQL, else (no binaries, a failed
-// start) memory.
+// start) memory; but a private PostgreSQL asked for with --data-dir or
+// --pg-bin-dir that does not start is an error.
 func (a *app) demoBackend(ctx context.Context, o demoOptions) (*demoBackend, error) {
 	cfg := demoEngineConfig(o.pollTick)
 	a.admits = true // the demo drives its runs
@@ -210,6 +224,11 @@ func (a *app) demoBackend(ctx context.Context, o demoOptions) (*demoBackend, err
 		Say:    func(format string, args ...any) { a.say(format, args...) },
 	})
 	switch {
+	case err != nil && ctx.Err() == nil && (o.dataDir != "" || o.binDir != ""):
+		// A private PostgreSQL asked for by name is no fallback's to
+		// replace: the user would think the runs kept.
+		return nil, fmt.Errorf("the private PostgreSQL of %s did not start: %w (--memory runs the demo on the in-memory store)",
+			demoPostgresFlags(o), err)
 	case errors.Is(err, embedpg.ErrNoBinaries):
 		return a.memoryDemoBackend(cfg, fmt.Sprintf("the in-memory store: %v; install PostgreSQL (or pass --database-url) "+
 			"to see runs survive a restart. Nothing is kept after the demo", err))

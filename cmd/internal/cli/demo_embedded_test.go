@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +35,33 @@ func TestDemoOnAPrivatePostgreSQL(t *testing.T) {
 	assert.Contains(t, res.stdout, "3 runs finished")
 
 	assert.NoFileExists(t, dir+"/data/postmaster.pid", "the server is stopped at the end")
+}
+
+// A private PostgreSQL asked for with --data-dir or --pg-bin-dir that
+// cannot start is an error: the demo does not fall back to memory, where
+// the user would think the runs kept. Without them, a machine without
+// binaries still runs the demo in memory.
+func TestDemoRefusesAnExplicitPrivatePostgreSQLItCannotStart(t *testing.T) {
+	t.Parallel()
+	notACluster := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(notACluster, "notes.txt"), []byte("mine"), 0o600))
+	// Binaries are found (never run: the directory is refused first),
+	// whatever this machine has installed.
+	binaries := t.TempDir()
+	for _, name := range []string{"initdb", "postgres"} {
+		require.NoError(t, os.WriteFile(filepath.Join(binaries, name), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	}
+	c := newCLI(t, nil)
+	c.opts.PostgresBinaries.Path = binaries
+	res := c.fails(ExitFailure, "demo", "--runs", "1", "--data-dir", notACluster)
+	assert.Contains(t, res.stderr, "the private PostgreSQL of --data-dir "+notACluster+" did not start")
+	assert.Contains(t, res.stderr, `holds "notes.txt"`)
+	assert.Contains(t, res.stderr, "--memory")
+	assert.Empty(t, res.stdout)
+	assert.FileExists(t, filepath.Join(notACluster, "notes.txt"))
+
+	noBinaries := t.TempDir()
+	res = c.fails(ExitFailure, "demo", "--runs", "1", "--pg-bin-dir", noBinaries)
+	assert.Contains(t, res.stderr, "the private PostgreSQL of --pg-bin-dir "+noBinaries+" did not start: no PostgreSQL server binaries found")
+	assert.Empty(t, res.stdout)
 }
