@@ -25,6 +25,7 @@ import (
 
 	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/cmd/wiring"
+	docketrun "github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/migrations"
 )
 
@@ -177,8 +178,11 @@ func work(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		<-wait.Done()
 		return nil
 	}
-	return triage(ctx, e, c.runs, stdout)
+	return triage(ctx, e, c.runs, ticketTimeout, stdout)
 }
+
+// ticketTimeout bounds the wait for each ticket of --runs.
+const ticketTimeout = 30 * time.Second
 
 func migrate(ctx context.Context, c config) error {
 	pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(c.databaseURL))
@@ -197,8 +201,9 @@ var tickets = []map[string]any{
 	{"subject": "Cannot log in", "body": "The password reset link does not arrive."},
 }
 
-// triage publishes the graph, starts n tickets and waits for each.
-func triage(ctx context.Context, e *engine.Engine, n int, stdout io.Writer) error {
+// triage publishes the graph, starts n tickets and waits up to timeout
+// for each.
+func triage(ctx context.Context, e *engine.Engine, n int, timeout time.Duration, stdout io.Writer) error {
 	g, err := Graph()
 	if err != nil {
 		return err
@@ -216,11 +221,38 @@ func triage(ctx context.Context, e *engine.Engine, n int, stdout io.Writer) erro
 		ids[i] = r.ID
 	}
 	for _, id := range ids {
-		r, err := e.AwaitRun(ctx, id, 30*time.Second)
+		r, err := e.AwaitRun(ctx, id, timeout)
 		if err != nil {
-			return err
+			return stallHint(ctx, e, id, err)
 		}
 		fmt.Fprintf(stdout, "%s %s %s: %s\n", r.ID, r.Status, r.Output["category"], r.Output["reply"])
 	}
 	return nil
+}
+
+// stallHint adds to an await that timed out what the run's queue state
+// says of why it did not move, as `docket runs await` does: no worker ever
+// claimed it (this process's engine included), or workers handed it back,
+// as a worker does a run of a graph whose nodes it does not register. Any
+// other error, or a run that made progress, is returned as it is.
+func stallHint(ctx context.Context, e *engine.Engine, id string, err error) error {
+	if !errors.Is(err, engine.ErrAwaitTimeout) {
+		return err
+	}
+	info, ierr := e.InspectRun(ctx, id)
+	if ierr != nil || info.Run == nil || info.Run.Status.Terminal() || info.Run.Status == docketrun.StatusWaiting {
+		return err
+	}
+	switch {
+	case info.ClaimAbandons > 0:
+		return fmt.Errorf("%w; workers handed it back %d time(s) without progress, as a worker does a run of a graph whose nodes it does not register (a docket worker on this schema, say): see their logs",
+			err, info.ClaimAbandons)
+	case info.LatestCheckpointType == docketrun.CheckpointRunInitialized && info.ClaimAttempts == 0 && !info.Claimed():
+		why := "busy with other runs of the schema, or refused: any warning it logged is on stderr"
+		if reason := e.Health().ClaimPolicyUnavailable; reason != "" {
+			why = fmt.Sprintf("it claims no runs (%s): see its warning on stderr", reason)
+		}
+		return fmt.Errorf("%w; no worker has claimed it, this process's engine included (%s)", err, why)
+	}
+	return err
 }

@@ -3,17 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/app/engine"
 	"github.com/docketgo/docket/cmd/wiring"
 	"github.com/docketgo/docket/pgtest"
 )
@@ -136,4 +139,28 @@ func TestInvalidEngineFlagsNameTheFlags(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--drain-max-elapsed (3s) must be at least --max-attempt-elapsed (2m0s)")
 	assert.Contains(t, stderr.String(), "--orphan-ttl (1m0s) must exceed --drain-max-elapsed")
 	assert.NotContains(t, stderr.String(), "Dispatcher.")
+}
+
+// A ticket that no worker claims within the wait is reported with why, as
+// `docket runs await` reports it: here an engine that claims nothing (a
+// manual one, as a process whose engine never polls would be).
+func TestATicketNoWorkerClaimedSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.SharedDatabase(t)
+	schema := db.NewSchema(t)
+	c := config{databaseURL: db.URL, schema: schema}
+	require.NoError(t, migrate(ctx, c))
+	rt, cleanup, err := pollPlain(ctx, wiring.Settings{
+		DatabaseURL: wiring.DatabaseURL(db.URL), Schema: wiring.SchemaName(schema),
+		Engine: engine.Config{Mode: engine.ModeManual}, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+
+	var stdout bytes.Buffer
+	err = triage(ctx, rt.Engine, 1, time.Millisecond, &stdout)
+	require.ErrorIs(t, err, engine.ErrAwaitTimeout)
+	assert.Contains(t, err.Error(), "no worker has claimed it")
+	assert.Empty(t, stdout.String())
 }
