@@ -2,11 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // An empty listing says there is nothing to list, on stderr, rather than
@@ -43,5 +41,17 @@ func TestEmptyListingsOfARunSayThereIsNothingToList(t *testing.T) {
 	res = c.ok("interrupts", "list", r.ID)
 	assert.Empty(t, res.stdout)
 	assert.Equal(t, "no open interrupts in run "+r.ID+"\n", res.stderr)
-	require.True(t, strings.HasPrefix(c.ok("interrupts", "list", r.ID, "--json").stdout, "[]"))
+	assert.JSONEq(t, `[]`, c.ok("interrupts", "list", r.ID, "--json").stdout)
+}
+
+// A run whose events pruning deleted says so, rather than look as if it
+// never had any.
+func TestAnEmptyListingOfPrunedEventsSaysTheyWerePruned(t *testing.T) {
+	t.Parallel()
+	c, _, r := ownNodesRun(t)
+	c.ok("prune", "--event-retention", "0s", "--run-retention", "90d")
+
+	res := c.ok("runs", "events", r.ID)
+	assert.Empty(t, res.stdout)
+	assert.Equal(t, fmt.Sprintf("no events: pruning deleted the run's %d event(s)\n", r.EventSeq), res.stderr)
 }
