@@ -15,8 +15,9 @@ import (
 
 // fieldWrite is one node's write to one field.
 type fieldWrite struct {
-	field  string
+	field  *slot
 	nodeID string
+	writer *nodeEntry // nil for a node the graph does not hold
 	value  any
 }
 
@@ -54,30 +55,35 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 2. Writes: one fold per field, writers in node order. The working
 	// lists live on the stack for the usual small superstep.
+	// Fields and nodes are found in the index once, here: the writes carry
+	// their slots and writers from validation to the events.
 	var (
 		writesBuf  [16]fieldWrite
 		okBuf      [16]string
-		changedBuf [16]string
+		okEntryBuf [16]*nodeEntry
+		changedBuf [16]*slot
 		writersBuf [16]span
 	)
-	writes, okNodes := writesBuf[:0], okBuf[:0]
+	writes, okNodes, okEntries := writesBuf[:0], okBuf[:0], okEntryBuf[:0]
 	for i := range items {
 		it := &items[i]
 		if it.kind != run.WriteUpdate {
 			continue
 		}
+		writer := idx.nodes[it.nodeID]
 		okNodes = append(okNodes, it.nodeID)
+		okEntries = append(okEntries, writer)
 		if it.soleSet {
 			// The usual one-field update, without starting a map iteration.
-			writes = append(writes, fieldWrite{field: it.sole.field, nodeID: it.nodeID, value: it.sole.value})
+			writes = append(writes, fieldWrite{field: it.sole.slot, nodeID: it.nodeID, writer: writer, value: it.sole.value})
 			continue
 		}
 		for f, v := range it.update {
-			writes = append(writes, fieldWrite{field: f, nodeID: it.nodeID, value: v})
+			writes = append(writes, fieldWrite{field: idx.fields[f], nodeID: it.nodeID, writer: writer, value: v})
 		}
 	}
 	slices.SortStableFunc(writes, func(a, b fieldWrite) int {
-		if c := strings.Compare(a.field, b.field); c != 0 {
+		if c := strings.Compare(a.field.publicID, b.field.publicID); c != 0 {
 			return c
 		}
 		return strings.Compare(a.nodeID, b.nodeID)
@@ -102,26 +108,24 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		for end < len(writes) && writes[end].field == writes[start].field {
 			end++
 		}
-		f := writes[start].field
-		s := idx.fields[f]
+		s := writes[start].field
 		values := allValues[start:end:end]
 		names := allNames[start:end:end]
 		for i := start; i < end; i++ {
 			values[i-start] = writes[i].value
-			names[i-start] = idx.box(writes[i].nodeID)
+			names[i-start] = writes[i].writer.box(writes[i].nodeID)
 		}
-		cur, has := currentValue(r.Channels, s)
-		bump(channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, values))
-		changedFields = append(changedFields, f)
+		fold(channels, s, values)
+		changedFields = append(changedFields, s)
 		writerSpans = append(writerSpans, span{start, end})
 		start = end
 	}
 
 	// 3. Edges of the nodes that completed with an update.
-	var triggeredBuf, finishBuf [8]*graph.RuntimeEdge
+	var triggeredBuf, finishBuf [8]edgeEntry
 	barrierSeen := barrierSets{m: r.BarrierSeen}
 	completed := &nodeSet{list: okNodes}
-	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], g, idx, channels, &barrierSeen, completed, changedFields)
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], idx, okEntries, channels, &barrierSeen, completed, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -129,8 +133,8 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	// 4. Clear the activations this superstep consumed. They were cleared
 	// before the writes: only one that an edge fired again holds a value.
 	for _, e := range triggered {
-		if slices.Contains(r.ChangedChannels, e.ChannelID) {
-			clearConsumed(g, []string{e.ChannelID}, channels)
+		if slices.Contains(r.ChangedChannels, e.edge.ChannelID) {
+			clearConsumed(g, []string{e.edge.ChannelID}, channels)
 		}
 	}
 
@@ -182,11 +186,11 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 6. The new run.
 	changed := make([]string, 0, len(changedFields)+len(triggered))
-	for _, f := range changedFields {
-		changed = append(changed, idx.fields[f].channelID)
+	for _, s := range changedFields {
+		changed = append(changed, s.channelID)
 	}
 	for _, e := range triggered {
-		changed = append(changed, e.ChannelID)
+		changed = append(changed, e.edge.ChannelID)
 	}
 	slices.Sort(changed)
 	changed = slices.Compact(changed)
@@ -206,7 +210,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 	// 7. Eager status: never commit running when nothing can proceed.
 	disposition := run.Disposition{Kind: run.DispositionContinue}
-	if open, interrupted := openInterrupts(&next); len(open) > 0 && len(appendCandidates(nil, g, idx, &next, interrupted, true)) == 0 {
+	if open, interrupted := openInterrupts(&next); len(open) > 0 && len(appendCandidates(nil, idx, &next, interrupted, true)) == 0 {
 		next.Status = run.StatusWaiting
 		disposition = run.Disposition{Kind: run.DispositionExternal, Reason: run.ReasonAwaitingInterrupts}
 	}
@@ -228,17 +232,22 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 			})
 		}
 	}
-	for i, f := range changedFields {
+	for i, s := range changedFields {
+		sp := writerSpans[i]
+		payload := writes[sp.start].writer.soleWriterPayload(sp.end - sp.start)
+		if payload == nil {
+			payload = idx.writersPayload(allNames[sp.start:sp.end])
+		}
 		events = append(events, run.Event{
-			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: idx.fields[f].channelID,
-			Payload: idx.writersPayload(allNames[writerSpans[i].start:writerSpans[i].end]),
+			Type: run.EventChannelUpdated, Step: r.Step, ChannelID: s.channelID,
+			Payload: payload,
 		})
 	}
-	for _, group := range [2][]*graph.RuntimeEdge{triggered, finish} {
+	for _, group := range [2][]edgeEntry{triggered, finish} {
 		for _, e := range group {
 			events = append(events, run.Event{
-				Type: run.EventEdgeTriggered, Step: r.Step, ChannelID: e.ChannelID,
-				Payload: idx.payloads.edgeTriggered[e.ID],
+				Type: run.EventEdgeTriggered, Step: r.Step, ChannelID: e.edge.ChannelID,
+				Payload: e.triggered,
 			})
 		}
 	}
@@ -280,6 +289,25 @@ func clearConsumed(g *graph.Compiled, consumed []string, channels map[string]run
 			}
 		}
 	}
+}
+
+// fold writes the fold of values onto a field's current value (the
+// committed value, else the channel default, else unset) to its channel,
+// bumped as bump does. The working copy holds the committed state channels
+// unchanged until their fold, so one lookup serves both.
+func fold(channels map[string]run.Channel, s *slot, values []any) {
+	c, ok := channels[s.channelID]
+	cur, has := c.Value, ok
+	if !ok && s.channel.Default != nil {
+		cur, has = s.channel.Default, true
+	}
+	c.Value = reducer.Fold(s.channel.Reducer, cur, has, values)
+	if ok {
+		c.Version++
+	} else {
+		c.Version = 1
+	}
+	channels[s.channelID] = c
 }
 
 // bump writes v to a channel: a new channel gets version 1, an existing one
@@ -338,31 +366,27 @@ func guardReasons(err error) []string {
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *index, channels map[string]run.Channel, barrierSeen *barrierSets, completed *nodeSet, changedFields []string) (_, _ []*graph.RuntimeEdge, gf *guardFailure) {
-	okNodes := completed.list
-	var edgeIDs []string
-	switch len(okNodes) {
+func fireEdges(triggered, finish []edgeEntry, idx *index, okEntries []*nodeEntry, channels map[string]run.Channel, barrierSeen *barrierSets, completed *nodeSet, changedFields []*slot) (_, _ []edgeEntry, gf *guardFailure) {
+	var edges []edgeEntry
+	switch len(okEntries) {
 	case 0:
 	case 1:
-		// Already a sorted set: no copy needed.
-		if node := g.Nodes[okNodes[0]]; node != nil {
-			edgeIDs = node.OutgoingEdges
+		// Already sorted: no copy needed.
+		if ne := okEntries[0]; ne != nil {
+			edges = ne.outgoing
 		}
 	default:
-		for _, n := range okNodes {
-			if node := g.Nodes[n]; node != nil {
-				edgeIDs = append(edgeIDs, node.OutgoingEdges...)
+		for _, ne := range okEntries {
+			if ne != nil {
+				edges = append(edges, ne.outgoing...)
 			}
 		}
-		slices.Sort(edgeIDs)
-		edgeIDs = slices.Compact(edgeIDs)
+		slices.SortFunc(edges, compareEdgeEntries)
+		edges = slices.CompactFunc(edges, func(a, b edgeEntry) bool { return a.edge.ID == b.edge.ID })
 	}
 	var view *graph.View
-	for _, id := range edgeIDs {
-		e := g.Edges[id]
-		if e == nil {
-			continue
-		}
+	for _, ee := range edges {
+		e := ee.edge
 		if e.Barrier {
 			if _, ok := channels[e.ChannelID]; !ok {
 				channels[e.ChannelID] = run.Channel{} // the barrier set's channel, version 0 until it fires
@@ -394,8 +418,8 @@ func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *i
 		if e.Guard != nil {
 			if view == nil {
 				changed := make(map[string]bool, len(changedFields))
-				for _, f := range changedFields {
-					changed[f] = true
+				for _, s := range changedFields {
+					changed[s.publicID] = true
 				}
 				v := idx.guardView(channels, changed)
 				view = &v
@@ -409,11 +433,11 @@ func fireEdges(triggered, finish []*graph.RuntimeEdge, g *graph.Compiled, idx *i
 			}
 		}
 		if e.To == graph.Finish {
-			finish = append(finish, e)
+			finish = append(finish, ee)
 			continue
 		}
 		bump(channels, e.ChannelID, true)
-		triggered = append(triggered, e)
+		triggered = append(triggered, ee)
 	}
 	return triggered, finish, nil
 }

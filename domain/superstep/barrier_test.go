@@ -370,6 +370,30 @@ func TestReducersFoldWrites(t *testing.T) {
 		assert.False(t, written, "the zero is a default, not a write")
 	})
 
+	t.Run("writers of several fields fold each field once, in node order", func(t *testing.T) {
+		t.Parallel()
+		g := newDoc("two-fields").field("log", listOf(str()), appendField).
+			field("total", integer(), map[string]any{"reducer": map[string]any{"type": "sum"}}).
+			nodes("a", "b").edge("ea", "$start", "a", nil).edge("eb", "$start", "b", nil).
+			compile(t, graph.Options{})
+		both := func(name string, n int64) behavior {
+			return func(superstep.Activation) superstep.Result {
+				return update(map[string]any{"log": name, "total": n})
+			}
+		}
+		h := newHarness(t, g, map[string]behavior{"b": both("b", 3), "a": both("a", 2)})
+		r := h.drive(h.start(nil))
+		require.Equal(t, run.StatusDone, r.Status)
+		assert.Equal(t, run.Channel{Value: []any{"a", "b"}, Version: 1}, r.Channels["state:log"])
+		assert.Equal(t, run.Channel{Value: int64(5), Version: 1}, r.Channels["state:total"])
+		updated := eventsOf(h.moments[1], run.EventChannelUpdated)
+		require.Len(t, updated, 2)
+		for i, cid := range []string{"state:log", "state:total"} {
+			assert.Equal(t, cid, updated[i].ChannelID)
+			assert.Equal(t, map[string]any{"writers": []any{"a", "b"}}, updated[i].Payload)
+		}
+	})
+
 	t.Run("sum adds the writes", func(t *testing.T) {
 		t.Parallel()
 		g := newDoc("sum").field("total", integer(), map[string]any{"reducer": map[string]any{"type": "sum"}}).

@@ -29,8 +29,9 @@ type index struct {
 	// already converted to any, so event payloads do not allocate them
 	// again.
 	boxed map[string]any
-	// policies holds each node's resolved policy (or why it is invalid).
-	policies map[string]resolvedPolicy
+	// nodes holds, by node ID, what a superstep needs of each node of the
+	// graph, so planning and the barrier find it with one lookup.
+	nodes map[string]*nodeEntry
 	// versionKeys are the slots as run.Versions reads them.
 	versionKeys []run.VersionKey
 	// unwrittenValues is the view of a run that wrote no channel (see
@@ -47,6 +48,26 @@ type index struct {
 	// of the nodes with valid policies (0 when none sets one), so runners
 	// check them once per call without walking the nodes.
 	longestTimeoutMS, shortestTimeoutMS int
+}
+
+// nodeEntry is one node of the graph as a superstep uses it.
+type nodeEntry struct {
+	node   *graph.RuntimeNode
+	policy resolvedPolicy
+	// boxedID is the node ID as an interface value (see index.boxed).
+	boxedID any
+	// soleWriter is channel_updated's payload when the node is a field's
+	// only writer.
+	soleWriter map[string]any
+	// outgoing is the node's outgoing edges the graph holds, sorted by ID,
+	// each with its edge_triggered payload.
+	outgoing []edgeEntry
+}
+
+// edgeEntry is one edge of the graph with its edge_triggered payload.
+type edgeEntry struct {
+	edge      *graph.RuntimeEdge
+	triggered map[string]any
 }
 
 type resolvedPolicy struct {
@@ -106,7 +127,7 @@ func buildIndex(g *graph.Compiled) *index {
 		inputs:      make(map[string]*slot, len(g.InputIDs)),
 		subscribers: make(map[string][]string),
 		boxed:       make(map[string]any, len(g.Nodes)+2*len(g.Edges)+len(g.Outputs)+len(g.InputIDs)),
-		policies:    make(map[string]resolvedPolicy, len(g.Nodes)),
+		nodes:       make(map[string]*nodeEntry, len(g.Nodes)),
 	}
 	for _, id := range g.InputIDs {
 		cid := graph.InputPrefix + id
@@ -159,7 +180,7 @@ func buildIndex(g *graph.Compiled) *index {
 		}
 		idx.boxed[id] = id
 		pol, err := graph.ResolvePolicies(n.Policies)
-		idx.policies[id] = resolvedPolicy{pol, err, flatMap(n.Config)}
+		idx.nodes[id] = &nodeEntry{node: n, policy: resolvedPolicy{pol, err, flatMap(n.Config)}}
 		if err == nil && pol.TimeoutMS > 0 {
 			idx.longestTimeoutMS = max(idx.longestTimeoutMS, pol.TimeoutMS)
 			if idx.shortestTimeoutMS == 0 || pol.TimeoutMS < idx.shortestTimeoutMS {
@@ -182,8 +203,20 @@ func buildIndex(g *graph.Compiled) *index {
 		idx.sortedOutputs = slices.SortedFunc(slices.Values(g.Outputs), compareOutputs)
 	}
 	idx.buildPayloads(g)
+	for id, ne := range idx.nodes {
+		ne.boxedID = idx.boxed[id]
+		ne.soleWriter = idx.payloads.soleWriter[id]
+		for _, eid := range ne.node.OutgoingEdges {
+			if e := g.Edges[eid]; e != nil {
+				ne.outgoing = append(ne.outgoing, edgeEntry{edge: e, triggered: idx.payloads.edgeTriggered[eid]})
+			}
+		}
+		slices.SortFunc(ne.outgoing, compareEdgeEntries)
+	}
 	return idx
 }
+
+func compareEdgeEntries(a, b edgeEntry) int { return strings.Compare(a.edge.ID, b.edge.ID) }
 
 func compareOutputs(a, b *graph.RuntimeOutput) int { return strings.Compare(a.ID, b.ID) }
 
@@ -194,6 +227,24 @@ func (idx *index) box(s string) any {
 		return v
 	}
 	return s
+}
+
+// box returns the node's boxed ID, or id itself when the graph does not
+// hold the node (ne is nil).
+func (ne *nodeEntry) box(id string) any {
+	if ne == nil {
+		return id
+	}
+	return ne.boxedID
+}
+
+// soleWriterPayload is channel_updated's payload when the node is the only
+// one of writers writers, else nil.
+func (ne *nodeEntry) soleWriterPayload(writers int) map[string]any {
+	if ne == nil || writers != 1 {
+		return nil
+	}
+	return ne.soleWriter
 }
 
 // boxList is ss as a payload list, reusing the index's copies of graph IDs.
@@ -215,8 +266,8 @@ func (idx *index) policy(g *graph.Compiled, nodeID string) (graph.NodePolicy, er
 // nodePolicy is policy and whether the node's config is flat, from one
 // lookup.
 func (idx *index) nodePolicy(g *graph.Compiled, nodeID string) (graph.NodePolicy, bool, error) {
-	if p, ok := idx.policies[nodeID]; ok {
-		return p.policy, p.flatConfig, p.err
+	if ne := idx.nodes[nodeID]; ne != nil {
+		return ne.policy.policy, ne.policy.flatConfig, ne.policy.err
 	}
 	pol, err := graph.ResolvePolicies(g.Nodes[nodeID].Policies)
 	return pol, false, err

@@ -58,9 +58,11 @@ func Advance(g *graph.Compiled, r *run.Run, env Env) (Step, error) {
 	acts := make([]Activation, len(candidates))
 	keys, stepLen := firstAttemptKeys(r.ID, r.Step, candidates)
 	for i, id := range candidates {
-		node := g.Nodes[id]
-		pol, flatConfig, err := idx.nodePolicy(g, id)
-		if err != nil {
+		// Every candidate is a node of the graph (appendCandidates), so
+		// the index holds it.
+		ne := idx.nodes[id]
+		node, pol, flatConfig := ne.node, ne.policy.policy, ne.policy.flatConfig
+		if err := ne.policy.err; err != nil {
 			return Step{Kind: Commit, Moment: policyFailure(r, id, err, now)}, nil
 		}
 		n := len(r.ID) + stepLen + len(id) + 2 + len(firstAttemptSuffix)
@@ -123,7 +125,7 @@ func firstAttemptKeys(runID string, step int, nodeIDs []string) (string, int) {
 // activates a node.
 func planCandidates(dst []string, g *graph.Compiled, idx *index, r *run.Run) (candidates, open []string) {
 	open, interrupted := openInterrupts(r)
-	candidates = appendCandidates(dst, g, idx, r, interrupted, false)
+	candidates = appendCandidates(dst, idx, r, interrupted, false)
 	if len(candidates) > 1 {
 		slices.Sort(candidates)
 		candidates = slices.Compact(candidates)
@@ -145,9 +147,9 @@ func openInterrupts(r *run.Run) (open, interrupted []string) {
 
 // appendCandidates appends the (unsorted, possibly repeated) candidates of
 // r to dst; with first it stops at the first one.
-func appendCandidates(dst []string, g *graph.Compiled, idx *index, r *run.Run, interrupted []string, first bool) []string {
+func appendCandidates(dst []string, idx *index, r *run.Run, interrupted []string, first bool) []string {
 	for _, n := range r.PendingNodes {
-		if g.Nodes[n] != nil && !slices.Contains(interrupted, n) {
+		if idx.nodes[n] != nil && !slices.Contains(interrupted, n) {
 			dst = append(dst, n)
 			if first {
 				return dst

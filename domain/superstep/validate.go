@@ -49,9 +49,10 @@ type keyedReason struct {
 	reason string
 }
 
-// fieldValue is one entry of a state update.
+// fieldValue is one entry of a state update, by the field's slot (nil for
+// an undeclared field, which fails validation).
 type fieldValue struct {
-	field string
+	slot  *slot
 	value any
 }
 
@@ -105,8 +106,9 @@ func updateProblems(idx *index, m map[string]any) (problems []keyedReason, porta
 		if value.CheckEntry(k, w) != nil {
 			return nil, false, fieldValue{}
 		}
-		last = fieldValue{k, w}
-		if s := idx.fields[k]; s != nil {
+		s := idx.fields[k]
+		last = fieldValue{s, w}
+		if s != nil {
 			ws := reducer.WriteSchema(s.channel.Reducer, s.channel.Schema, w)
 			if ws == nil {
 				continue
