@@ -137,6 +137,13 @@ func (s *Store) claimDue(ctx context.Context, r claim.Request) (*ports.ClaimBatc
 	if len(outcomes) == 1 && outcomes[0].gateCode < 0 {
 		return nil, gateError(outcomes[0].gateCode)
 	}
+	if len(outcomes) == 1 && outcomes[0].gateCode == claimCountsOnly {
+		// No row changed: none was due, or every row the claim chose was
+		// changed by another writer after its snapshot. The row carries
+		// the candidates it saw.
+		batch.ReadyCandidates, batch.ExpiredCandidates = int(outcomes[0].readyCount), int(outcomes[0].expiredCount)
+		return batch, nil
+	}
 	for _, c := range outcomes {
 		if !c.runID.Valid || !c.class.Valid || !c.attempts.Valid || !c.order.Valid {
 			return nil, fmt.Errorf("docket postgres: claim: malformed outcome row")

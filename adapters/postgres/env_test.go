@@ -44,6 +44,11 @@ type envOptions struct {
 	telemetry ports.Telemetry
 	// dial, when set, opens the pool's connections (tests that cut one).
 	dial pgconn.DialFunc
+	// ownFunctionsFirst puts the test's schema before pg_catalog in the
+	// sessions' search_path, so that a function the test creates there
+	// stands in for the built-in function of its name in the store's
+	// statements (tests that pause a statement at a chosen point).
+	ownFunctionsFirst bool
 }
 
 // testEnv is one Store on a fresh, migrated schema of the test process's
@@ -80,6 +85,9 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	if opts.genericPlans {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
+	if opts.ownFunctionsFirst {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize() + ", pg_catalog"
 	}
 	if opts.simple {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docketgo/docket/conformance"
 	"github.com/docketgo/docket/domain/claim"
 	"github.com/docketgo/docket/domain/run"
 	"github.com/docketgo/docket/ports"
@@ -164,4 +165,115 @@ func TestAWindowedClaimPastHeldHeadsStaysBreadthFirst(t *testing.T) {
 	batch, err := env.store.ClaimDue(ctx, readyAt(t0, 2))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{a3.ID, b3.ID}, leaseIDs(batch), "each scope's third run, not a's third and fourth")
+}
+
+// pauseClaimsAfterTheirSnapshot lets the test make env's claim statements
+// wait, after taking their snapshot and before locking any row: from hold
+// until resume, paused returning once a claim waits there (and failing the
+// test if the claim ended instead: claimed closed). The statement's first
+// step reads current_setting, for which env's sessions (ownFunctionsFirst)
+// find this stand-in that first waits for an advisory lock the test holds.
+// It must be installed before env's first claim, which prepares the
+// statement.
+func pauseClaimsAfterTheirSnapshot(t *testing.T, env *testEnv) (hold func(), paused func(claimed <-chan struct{}), resume func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn := env.db.Connect(t)
+	var key int64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT abs(hashtext($1))::bigint", env.schema).Scan(&key))
+	fn := env.table("current_setting")
+	_, err := conn.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION %s(setting text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d);
+    RETURN pg_catalog.current_setting(setting);
+END $$`, fn, key))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP FUNCTION IF EXISTS "+fn+"(text)") })
+	held := false
+	hold = func() {
+		_, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key)
+		require.NoError(t, err)
+		held = true
+	}
+	resume = func() {
+		if held {
+			held = false
+			_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", key)
+			require.NoError(t, err)
+		}
+	}
+	t.Cleanup(resume)
+	paused = func(claimed <-chan struct{}) {
+		for {
+			select {
+			case <-claimed:
+				t.Fatal("the claim ended without waiting for the test")
+			default:
+			}
+			var waiting bool
+			require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+				AND NOT granted AND classid = 0 AND objid = $1::bigint AND objsubid = 1)`, key).Scan(&waiting))
+			if waiting {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return hold, paused, resume
+}
+
+// A claim whose every chosen row was changed by another writer after the
+// claim's snapshot (a commit, a release, a signal) leases nothing, leaves
+// the rows as that writer left them, and still reports the candidates it
+// found: its telemetry tells a lost race from an empty queue.
+func TestAClaimThatLostEveryRowStillReportsItsCandidates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, policy := range []claim.Policy{claim.Legacy, claim.WindowedInterleave} {
+		t.Run(policy.Name(), func(t *testing.T) {
+			t.Parallel()
+			clock := conformance.NewManualClock(t0)
+			env := newEnv(t, envOptions{policy: policy, clock: clock, ownFunctionsFirst: true})
+			hold, paused, resume := pauseClaimsAfterTheirSnapshot(t, env)
+			due := env.insertRun(t, ports.Tenant("a"), t0.Add(-time.Hour), t0.Add(-time.Minute))
+			held := env.insertRun(t, ports.Tenant("b"), t0.Add(-time.Hour), t0.Add(-time.Minute))
+			lease, err := env.store.ClaimDue(ctx, claim.Request{Now: t0, Limit: 1, OrphanTTL: time.Hour,
+				MaxClaimAttempts: 5, Preference: claim.PreferReady})
+			require.NoError(t, err)
+			require.Len(t, lease.Leases, 1)
+			if lease.Leases[0].RunID == due.ID {
+				due, held = held, due
+			}
+			hold()
+
+			// Two hours on, one run is due and the other's claim expired.
+			later := t0.Add(2 * time.Hour)
+			clock.Set(later)
+			type result struct {
+				batch *ports.ClaimBatch
+				err   error
+			}
+			done, claimed := make(chan result, 1), make(chan struct{})
+			go func() {
+				b, err := env.store.ClaimDue(ctx, claim.Request{Now: later, Limit: 2, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+				done <- result{b, err}
+				close(claimed)
+			}()
+			paused(claimed)
+			_, err = env.pool.Exec(ctx, "UPDATE "+env.table("docket_runs")+
+				" SET claim_abandons = claim_abandons WHERE run_id = ANY($1)", []string{due.ID, held.ID})
+			require.NoError(t, err)
+			resume()
+			res := <-done
+			require.NoError(t, res.err)
+			assert.Empty(t, res.batch.Leases)
+			assert.Empty(t, res.batch.Poisoned)
+			assert.Equal(t, 1, res.batch.ReadyCandidates, "ready candidates")
+			assert.Equal(t, 1, res.batch.ExpiredCandidates, "expired candidates")
+
+			again, err := env.store.ClaimDue(ctx, claim.Request{Now: later, Limit: 2, OrphanTTL: time.Hour, MaxClaimAttempts: 5})
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{due.ID, held.ID}, leaseIDs(again), "the next claim takes both")
+		})
+	}
 }

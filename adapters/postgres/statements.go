@@ -181,7 +181,7 @@ const claimExpiredCTE = `expired AS MATERIALIZED (
 ),
 `
 
-const claimOutcomeTail = `
+var claimOutcomeTail = `
     FROM picked AS p
     WHERE r.ctid = ANY (ARRAY(SELECT ctid FROM picked))
       AND r.ctid = p.ctid AND r.id = p.id
@@ -200,13 +200,15 @@ SELECT o.run_id, o.tenant_id, o.graph_id, o.graph_hash, o.checkpoint_seq, o.clai
        0 AS gate_code
 FROM outcome AS o
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
-       CASE WHEN (SELECT read_only FROM probe) THEN -4
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT count(*) FROM ready), (SELECT count(*) FROM expired),
+       CASE WHEN EXISTS (SELECT 1 FROM authority) THEN ` + strconv.Itoa(claimCountsOnly) + `
+            WHEN (SELECT read_only FROM probe) THEN -4
             WHEN NOT (SELECT read_committed FROM probe) THEN -3
             WHEN EXISTS (SELECT 1 FROM gate) THEN -2
             ELSE -1
        END
-WHERE NOT EXISTS (SELECT 1 FROM authority)`
+WHERE NOT EXISTS (SELECT 1 FROM outcome)`
 
 // sqlClaimDueLegacy is ClaimDue under the legacy FIFO policy
 // (claim.Legacy), as one autocommit statement.
@@ -248,6 +250,10 @@ WHERE NOT EXISTS (SELECT 1 FROM authority)`
 //     statement's snapshot and its lock is locked in its newer version,
 //     which the snapshot cannot see: it is left unleased and unchanged,
 //     for the next claim.
+//   - A claim that changes no row (none was due, or another writer
+//     changed every row it locked) returns one row of code 1 instead,
+//     carrying the two class counts: its telemetry still tells the
+//     candidates it saw.
 //   - Per row, on its current attempts: below the maximum it is leased
 //     (new token, claimed_at = now, no wake, attempts + 1, admission marker
 //     kept); otherwise poisoned (max_claim_attempts_exceeded at now, no
@@ -544,8 +550,10 @@ ON CONFLICT (id) DO UPDATE
 SET admission_mode = EXCLUDED.admission_mode, updated_at = EXCLUDED.updated_at
 WHERE p.admission_mode IS DISTINCT FROM EXCLUDED.admission_mode`
 
-// Gate codes of the claim statements' sentinel row.
+// Gate codes of the claim statements' sentinel row, and the code of the
+// row that carries only the class counts of a claim that changed no row.
 const (
+	claimCountsOnly    = 1
 	gateReadOnly       = -4
 	gateIsolation      = -3
 	gateInactiveEngine = -2
