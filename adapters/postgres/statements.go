@@ -285,18 +285,32 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //
 // Invariants (beyond sqlClaimDueLegacy's):
 //   - Admission happens only under the gate's 'windowed' authority.
-//   - Sampling: scopes of docket_claim_schedule with unfinished runs and at
-//     least one due ready run, found by two probes (queued, then admitted
-//     if need be) that each match one partial index
-//     (docket_runs_scope_queued_ready_index,
-//     docket_runs_scope_admitted_ready_index); random order; at most limit
-//     scopes. A scope whose runs all sleep is never sampled. The schedule
-//     keeps a row for every scope that ever had a run, so the claim's cost
-//     grows with the number of tenants ever seen (docs/operations.md).
-//     The probes are a LATERAL LIMIT 1, not EXISTS: the planner may turn
-//     an EXISTS into one hashed read of the whole ready index, which it
-//     picks on tables never analysed (every ready index looks empty) and
-//     which costs a read of every due run at every claim.
+//   - Sampling: the scopes with at least one due ready run (so with
+//     unfinished runs: those of docket_claim_schedule with
+//     unfinished_count > 0 and due work); random order; at most limit
+//     scopes. A scope whose runs all sleep is never sampled. They are
+//     found one of two ways, by how many runs are due:
+//   - Few due runs: the due ready runs are read oldest first
+//     (docket_runs_wake_at_id_index), at most 2·limit + 65 of them
+//     (windowedDueScanSlack); when that reached them all, their scopes
+//     are the due scopes, and neither the schedule nor any idle scope is
+//     read. So a claim with little due work costs the same with ten
+//     tenants ever seen as with a hundred thousand, whether their runs
+//     finished (the schedule keeps their rows forever), wait for input or
+//     sleep.
+//   - More due runs than that (a backlog): the scopes of the schedule
+//     with unfinished runs, each probed for a due ready run by two probes
+//     (queued, then admitted if need be) that each match one partial
+//     index (docket_runs_scope_queued_ready_index,
+//     docket_runs_scope_admitted_ready_index). This reads a row of every
+//     scope ever seen and probes every scope with unfinished runs, so
+//     behind a backlog the claim's cost grows with them
+//     (docs/operations.md); the due scan it read first costs about twice
+//     the limit. The probes are a LATERAL LIMIT 1, not EXISTS: the
+//     planner may turn an EXISTS into one hashed read of the whole ready
+//     index, which it picks on tables never analysed (every ready index
+//     looks empty) and which costs a read of every due run at every
+//     claim.
 //   - Per-scope page (LATERAL, no locks): up to 2·limit due admitted
 //     runs and up to 2·limit due queued runs, each by (wake_at, id),
 //     ranked admitted first then (wake_at, id) into scope_rank, cut at
@@ -351,31 +365,48 @@ var sqlClaimDueLegacy = claimGateCTEs + `ready AS MATERIALIZED (
 //
 // $1 caller's now, $2 limit, $3 caller's expiry cutoff, $4 max attempts,
 // $5 preference, $6 store clock override, $7 orphan TTL in microseconds.
-var sqlClaimDueWindowed = claimGateCTEs + `sampled AS MATERIALIZED (
-    SELECT s.scope_key
-    FROM {schema}.docket_claim_schedule AS s
-    CROSS JOIN LATERAL (
-        (SELECT 1
-         FROM {schema}.docket_runs AS q
-         WHERE q.scope_key = s.scope_key
-           AND q.status = 'running' AND q.poisoned_at IS NULL
-           AND q.tenant_admitted_at IS NULL
-           AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-           AND q.wake_at <= {now}
-         LIMIT 1)
-        UNION ALL
-        (SELECT 1
-         FROM {schema}.docket_runs AS a
-         WHERE a.scope_key = s.scope_key
-           AND a.status = 'running' AND a.poisoned_at IS NULL
-           AND a.tenant_admitted_at IS NOT NULL
-           AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-           AND a.wake_at <= {now}
-         LIMIT 1)
-        LIMIT 1
-    ) AS due
+var sqlClaimDueWindowed = claimGateCTEs + `due_scan AS MATERIALIZED (
+    SELECT r.scope_key
+    FROM {schema}.docket_runs AS r
     WHERE EXISTS (SELECT 1 FROM authority)
-      AND s.unfinished_count > 0
+      AND r.status = 'running' AND r.poisoned_at IS NULL
+      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+      AND r.wake_at <= {now}
+    ORDER BY r.wake_at, r.id
+    LIMIT 2 * $2::bigint + ` + windowedDueScanSlack + ` + 1
+),
+sampled AS MATERIALIZED (
+    SELECT c.scope_key
+    FROM (
+        SELECT d.scope_key
+        FROM (SELECT DISTINCT u.scope_key FROM due_scan AS u) AS d
+        WHERE (SELECT count(*) FROM due_scan) <= 2 * $2::bigint + ` + windowedDueScanSlack + `
+        UNION ALL
+        SELECT s.scope_key
+        FROM {schema}.docket_claim_schedule AS s
+        CROSS JOIN LATERAL (
+            (SELECT 1
+             FROM {schema}.docket_runs AS q
+             WHERE q.scope_key = s.scope_key
+               AND q.status = 'running' AND q.poisoned_at IS NULL
+               AND q.tenant_admitted_at IS NULL
+               AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
+               AND q.wake_at <= {now}
+             LIMIT 1)
+            UNION ALL
+            (SELECT 1
+             FROM {schema}.docket_runs AS a
+             WHERE a.scope_key = s.scope_key
+               AND a.status = 'running' AND a.poisoned_at IS NULL
+               AND a.tenant_admitted_at IS NOT NULL
+               AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
+               AND a.wake_at <= {now}
+             LIMIT 1)
+            LIMIT 1
+        ) AS due
+        WHERE (SELECT count(*) FROM due_scan) > 2 * $2::bigint + ` + windowedDueScanSlack + `
+          AND s.unfinished_count > 0
+    ) AS c
     ORDER BY random()
     LIMIT $2::integer
 ),
@@ -440,6 +471,14 @@ ready AS MATERIALIZED (
 ),
 ` + claimExpiredCTE + claimMergeCTEs("scope_rank, eligible_at, id", "class_rank, eligible_at, id", `
                                   THEN COALESCE(r.tenant_admitted_at, {now}) END`)
+
+// windowedDueScanSlack is how many due runs past twice its limit a
+// tenant-fair claim reads to find the scopes with due work from the runs
+// themselves, before it samples the claim schedule instead (see
+// sqlClaimDueWindowed): enough for an idle dispatcher's poll, whose limit
+// is its free concurrency, and small beside what a claim behind a backlog
+// reads anyway.
+const windowedDueScanSlack = "64"
 
 // windowedPage is a sampled scope's page (s.scope_key) for the
 // tenant-fair claim: its first limit due ready runs, admitted before

@@ -544,7 +544,7 @@ func TestWindowedClaimBehindABacklogReadsAboutItsLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := windowedEnv(t)
-	const scopes, perScope = 8, 60
+	const scopes, perScope = 8, 120
 	for i := range scopes * perScope {
 		env.insertRun(t, ports.Tenant(fmt.Sprintf("tenant-%d", i%scopes)), t0.Add(-time.Hour), t0.Add(-time.Duration(i)*time.Second))
 	}
@@ -558,6 +558,64 @@ func TestWindowedClaimBehindABacklogReadsAboutItsLimit(t *testing.T) {
 		assert.Len(t, batch.Leases, limit)
 		for _, l := range batch.Leases {
 			require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0))
+		}
+	}
+}
+
+// A tenant-fair claim's cost does not grow with the tenants that have no
+// due work: with a few due runs it finds their tenants from the runs
+// themselves, reading nothing of the tenants whose runs all finished (the
+// claim schedule keeps a row for each forever) or wait for input, on
+// tables never analysed as on others. (Sampling the schedule read every
+// tenant's row, and probed each tenant with unfinished runs for due
+// work, at every claim.)
+func TestAWindowedClaimReadsNothingOfIdleTenants(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := windowedEnv(t)
+	const busy, perBusy, idle = 10, 3, 1000
+	for i := range busy * perBusy {
+		env.insertRun(t, ports.Tenant(fmt.Sprintf("busy-%02d", i%busy)), t0.Add(-time.Hour), t0.Add(-time.Duration(i)*time.Second))
+	}
+	// idle tenants whose runs were pruned (their partition and schedule
+	// rows stay), and as many whose only run waits for input.
+	_, err := env.pool.Exec(ctx, "INSERT INTO "+env.table("docket_claim_partitions")+
+		" (scope_key) SELECT 'idle-' || g FROM generate_series(1, $1::integer) AS g", 2*idle)
+	require.NoError(t, err)
+	_, err = env.pool.Exec(ctx, "INSERT INTO "+env.table("docket_graph_versions")+
+		" (tenant_id, graph_id, graph_hash, graph, inserted_at)"+
+		" SELECT 'idle-' || g, v.graph_id, v.graph_hash, v.graph, v.inserted_at"+
+		" FROM (SELECT * FROM "+env.table("docket_graph_versions")+" WHERE tenant_id = 'busy-00') AS v"+
+		" CROSS JOIN generate_series(1, $1::integer) AS g", idle)
+	require.NoError(t, err)
+	_, err = env.pool.Exec(ctx, "INSERT INTO "+env.table("docket_runs")+
+		" (run_id, tenant_id, graph_id, graph_hash, status, step, state, checkpoint_seq, event_seq,"+
+		" latest_checkpoint_type, inserted_at, started_at, updated_at)"+
+		" SELECT 'waiting-' || g, 'idle-' || g, r.graph_id, r.graph_hash, 'waiting', r.step, r.state, r.checkpoint_seq,"+
+		" r.event_seq, r.latest_checkpoint_type, r.inserted_at, r.started_at, r.updated_at"+
+		" FROM (SELECT * FROM "+env.table("docket_runs")+" WHERE tenant_id = 'busy-00' LIMIT 1) AS r"+
+		" CROSS JOIN generate_series(1, $1::integer) AS g", idle)
+	require.NoError(t, err)
+
+	for _, analysed := range []bool{false, true} {
+		if analysed {
+			_, err := env.pool.Exec(ctx, "ANALYZE "+env.table("docket_runs")+"; ANALYZE "+env.table("docket_claim_schedule"))
+			require.NoError(t, err)
+		}
+		for _, limit := range []int{1, 10} {
+			plan, err := env.store.ExplainAnalyzeClaimForTest(ctx, readyAt(t0, limit))
+			require.NoError(t, err)
+			read := planRowsRead(t, plan, "docket_runs") + planRowsRead(t, plan, "docket_claim_schedule")
+			assert.Less(t, read, float64(idle/2), "analysed %v, limit %d: rows read", analysed, limit)
+			batch, err := env.store.ClaimDue(ctx, readyAt(t0, limit))
+			require.NoError(t, err)
+			require.Len(t, batch.Leases, limit)
+			tenants := map[string]bool{}
+			for _, l := range batch.Leases {
+				tenants[l.Owner.TenantID()] = true
+				require.NoError(t, env.store.ReleaseClaim(ctx, l.RunID, l.Token, t0))
+			}
+			assert.Len(t, tenants, limit, "analysed %v, limit %d: one run of each sampled tenant", analysed, limit)
 		}
 	}
 }
