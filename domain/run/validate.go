@@ -162,8 +162,7 @@ func (v *validator) top(r *Run) {
 }
 
 func (v *validator) channels(r *Run) {
-	for _, id := range value.SortedKeys(r.Channels) {
-		c := r.Channels[id]
+	inOrder(v, r.Channels, func(id string, c Channel) {
 		if id == "" {
 			v.addf("a channel has an empty ID")
 		}
@@ -174,14 +173,32 @@ func (v *validator) channels(r *Run) {
 		if err := value.Check(c.Value); err != nil {
 			v.addf("channel %q value: %v", id, err)
 		}
-	}
-	for _, id := range value.SortedKeys(r.BarrierSeen) {
+	})
+	inOrder(v, r.BarrierSeen, func(id string, seen []string) {
 		if _, ok := r.Channels[id]; !ok {
 			v.addf("barrier_seen of channel %q, which the run does not hold", id)
 		}
-		if !isSortedSet(r.BarrierSeen[id]) {
+		if !isSortedSet(seen) {
 			v.addf("channel %q barrier_seen is not a sorted set of non-empty UTF-8 IDs", id)
 		}
+	})
+}
+
+// inOrder visits m's entries in map order and, only when a visit added a
+// problem, takes back what they added and visits them again in key order,
+// so that the problems read the same every time; the entries of a valid
+// map (the rule, at every commit) are neither gathered nor sorted.
+func inOrder[V any](v *validator, m map[string]V, visit func(id string, x V)) {
+	before := len(v.problems)
+	for id, x := range m {
+		visit(id, x)
+	}
+	if len(v.problems) == before {
+		return
+	}
+	v.problems = v.problems[:before]
+	for _, id := range value.SortedKeys(m) {
+		visit(id, m[id])
 	}
 }
 
@@ -192,13 +209,12 @@ func (v *validator) superstep(r *Run) {
 	if len(r.PendingWrites) > 0 && len(r.ActiveTasks) == 0 {
 		v.addf("pending writes without active tasks")
 	}
-	for _, id := range value.SortedKeys(r.ActiveTasks) {
+	inOrder(v, r.ActiveTasks, func(id string, _ TaskState) {
 		if _, ok := r.Timers[id]; !ok {
 			v.addf("active task %q has no timer", id)
 		}
-	}
-	for _, id := range value.SortedKeys(r.Timers) {
-		t := r.Timers[id]
+	})
+	inOrder(v, r.Timers, func(id string, t Timer) {
 		if _, ok := r.ActiveTasks[id]; !ok {
 			v.addf("timer %q has no active task", id)
 		}
@@ -208,22 +224,53 @@ func (v *validator) superstep(r *Run) {
 		if t.FiresAt.IsZero() || !isStorableTime(t.FiresAt) {
 			v.addf("timer %q fires_at is missing or not a UTC microsecond timestamp", id)
 		}
+	})
+	if len(r.ActiveTasks)+len(r.PendingWrites) == 0 {
+		return
 	}
+	before := len(v.problems)
+	v.tasks(r, false)
+	if len(v.problems) > before {
+		v.problems = v.problems[:before]
+		v.tasks(r, true)
+	}
+}
 
-	nodes := map[string]int{}
+// tasks checks the active tasks and pending writes, and that no node
+// appears twice among them: in map order, or in key order when sorted.
+func (v *validator) tasks(r *Run, sorted bool) {
+	nodes := make(map[string]int, len(r.ActiveTasks)+len(r.PendingWrites))
 	hashed := map[string]map[string]any{} // input hash -> a snapshot known to have it
-	for _, id := range value.SortedKeys(r.ActiveTasks) {
+	visit := func(id string) {
 		t := r.ActiveTasks[id]
 		nodes[t.NodeID]++
 		v.task(r, id, t, hashed)
+	}
+	if sorted {
+		for _, id := range value.SortedKeys(r.ActiveTasks) {
+			visit(id)
+		}
+	} else {
+		for id := range r.ActiveTasks {
+			visit(id)
+		}
 	}
 	for i, w := range r.PendingWrites {
 		nodes[w.NodeID]++
 		v.pendingWrite(r, i, w)
 	}
-	for _, node := range value.SortedKeys(nodes) {
+	duplicate := func(node string) {
 		if nodes[node] > 1 {
 			v.addf("node %q appears %d times in the active superstep", node, nodes[node])
+		}
+	}
+	if sorted {
+		for _, node := range value.SortedKeys(nodes) {
+			duplicate(node)
+		}
+	} else {
+		for node := range nodes {
+			duplicate(node)
 		}
 	}
 }
@@ -317,20 +364,9 @@ func (v *validator) pendingWrite(r *Run, i int, w PendingWrite) {
 // interrupts checks every interrupt, answered ones included: a run keeps
 // them for its life, so a long session carries hundreds to every commit.
 // They are checked in map order, and only when one fails again in ID
-// order, so that the problems read the same every time; valid interrupts
-// (the rule) are neither gathered nor sorted.
+// order (inOrder).
 func (v *validator) interrupts(r *Run) {
-	before := len(v.problems)
-	for id, in := range r.Interrupts {
-		v.interrupt(id, in)
-	}
-	if len(v.problems) == before {
-		return
-	}
-	v.problems = v.problems[:before]
-	for _, id := range value.SortedKeys(r.Interrupts) {
-		v.interrupt(id, r.Interrupts[id])
-	}
+	inOrder(v, r.Interrupts, v.interrupt)
 }
 
 func (v *validator) interrupt(id string, in Interrupt) {

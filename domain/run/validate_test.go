@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +223,36 @@ func TestValidateReportsInterruptsInIDOrder(t *testing.T) {
 		var verr *ValidationError
 		require.ErrorAs(t, r.Validate(), &verr)
 		assert.Equal(t, want, verr.Problems)
+	}
+}
+
+// Problems read the same every time, whatever order Go's maps visit
+// their entries in: within each map, in key order.
+func TestValidateReportsProblemsInKeyOrder(t *testing.T) {
+	t.Parallel()
+	r, _ := retryParkPair()
+	for _, id := range []string{"c", "a", "d", "b"} {
+		r.Channels["state:"+id] = Channel{Value: "v", Version: -1}
+		r.BarrierSeen["state:"+id] = []string{"z", "y"}
+	}
+	for id, task := range r.ActiveTasks {
+		task.Attempt = 0
+		r.ActiveTasks[id] = task
+		r.Timers[id] = Timer{Kind: "sleep", FiresAt: at(1)}
+	}
+	r.PendingWrites = []PendingWrite{{TaskID: TaskID(r.ID, r.Step, "slow"), NodeID: "slow", Attempt: 1, Kind: WriteUpdate, Value: map[string]any{}}}
+	first := r.Validate().Error()
+	for _, want := range []string{
+		`channel "state:a" has negative version -1; channel "state:b" has negative version -1; channel "state:c"`,
+		`channel "state:a" barrier_seen is not a sorted set of non-empty UTF-8 IDs; channel "state:b" barrier_seen`,
+		`timer "r:0:fast" has kind "sleep", want "retry"; timer "r:0:slow" has kind`,
+		`active task "r:0:fast": attempt 0 is below 1`,
+		`node "slow" appears 2 times in the active superstep`,
+	} {
+		assert.Contains(t, first, want)
+	}
+	assert.Less(t, strings.Index(first, `active task "r:0:fast": attempt 0`), strings.Index(first, `active task "r:0:slow": attempt 0`))
+	for range 50 {
+		require.Equal(t, first, r.Validate().Error())
 	}
 }
