@@ -19,7 +19,7 @@ func (anyNode) ConfigSchema(string) (*schema.Schema, bool) { return nil, true }
 
 // stepAndCompletion returns a one-node run's step moment (continue) and
 // the completion that follows it without running a node.
-func stepAndCompletion(t *testing.T) (*run.Moment, *run.Moment) {
+func stepAndCompletion(t testing.TB) (*run.Moment, *run.Moment) {
 	t.Helper()
 	g, err := graph.New("fuse").State("out", schema.String()).Node("n", "t.n").
 		Edge("e_start", graph.Start, "n").Edge("e_finish", "n", graph.Finish).Output("out", "out").Build()
@@ -82,5 +82,50 @@ func TestFuseChainRefusesABrokenChain(t *testing.T) {
 			_, err := ports.FuseChain(ports.CommitParams{Moment: first, Then: []*run.Moment{last}})
 			assert.ErrorIs(t, err, ports.ErrInvalidCommit)
 		})
+	}
+}
+
+// A fused commit's events are checked once, with their moments, and then
+// put in order as one list: an invalid event in either moment is refused,
+// and so are two different events at one seq across the moments.
+func TestCheckClaimedCommitChecksEveryFusedEvent(t *testing.T) {
+	t.Parallel()
+	token := func(ports.ClaimToken) bool { return true }
+	check := func(first, last *run.Moment) error {
+		_, err := ports.CheckClaimedCommit(ports.Tenantless(), ports.CommitParams{Moment: first, Then: []*run.Moment{last}}, token)
+		return err
+	}
+	first, last := stepAndCompletion(t)
+	got, err := ports.CheckClaimedCommit(ports.Tenantless(), ports.CommitParams{Moment: first, Then: []*run.Moment{last}}, token)
+	require.NoError(t, err)
+	assert.Equal(t, append(append([]run.Event{}, first.Events...), last.Events...), got.Events)
+
+	for name, breakIt := range map[string]func(first, last *run.Moment){
+		"first":     func(f, _ *run.Moment) { f.Events[0].Payload = map[string]any{"$reserved": true} },
+		"last":      func(_, l *run.Moment) { l.Events[len(l.Events)-1].Step = -1 },
+		"last's id": func(_, l *run.Moment) { l.Events[0].RunID = "other" },
+	} {
+		first, last := stepAndCompletion(t)
+		breakIt(first, last)
+		assert.ErrorIs(t, check(first, last), ports.ErrInvalidCommit, name)
+	}
+
+	first, last = stepAndCompletion(t)
+	last.Events[0].Seq = first.Events[0].Seq
+	var conflict *ports.EventConflictError
+	assert.ErrorAs(t, check(first, last), &conflict)
+}
+
+// BenchmarkCheckClaimedCommit is what a store checks of a one-node run's
+// single commit: its step fused with its completion.
+func BenchmarkCheckClaimedCommit(b *testing.B) {
+	first, last := stepAndCompletion(b)
+	p := ports.CommitParams{Moment: first, Then: []*run.Moment{last}}
+	token := func(ports.ClaimToken) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ports.CheckClaimedCommit(ports.Tenantless(), p, token); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

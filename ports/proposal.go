@@ -106,7 +106,10 @@ func CheckClaimedCommit(scope Scope, p CommitParams, wellFormed func(ClaimToken)
 	if !wellFormed(p.ClaimToken) {
 		return ClaimedTransition{}, &InvalidCommitError{RunID: m.Run.ID, Reason: "claim token is missing or malformed"}
 	}
-	events, err := NormalizeEvents(m.Run.ID, m.Events)
+	// Every event was checked with its moment (ValidateMoment, in FuseChain
+	// for each of Then), against a run ID FuseChain holds equal to m's:
+	// only their order and duplicates are left to settle.
+	events, err := normalizeChecked(m.Run.ID, m.Events)
 	if err != nil {
 		return ClaimedTransition{}, err
 	}
@@ -160,14 +163,22 @@ func FuseChain(p CommitParams) (*run.Moment, error) {
 // it is already normalized (a runtime-proposed moment's events always are)
 // it is returned itself, so the result is read-only.
 func NormalizeEvents(runID string, events []run.Event) ([]run.Event, error) {
-	normal := true
 	for i := range events {
-		e := &events[i]
-		if err := checkEvent(runID, e); err != nil {
+		if err := checkEvent(runID, &events[i]); err != nil {
 			return nil, err
 		}
-		if (i > 0 && e.Seq <= events[i-1].Seq) || e.Timestamp != Micros(e.Timestamp) {
+	}
+	return normalizeChecked(runID, events)
+}
+
+// normalizeChecked is NormalizeEvents of events that each passed
+// checkEvent for runID.
+func normalizeChecked(runID string, events []run.Event) ([]run.Event, error) {
+	normal := true
+	for i := range events {
+		if e := &events[i]; (i > 0 && e.Seq <= events[i-1].Seq) || e.Timestamp != Micros(e.Timestamp) {
 			normal = false
+			break
 		}
 	}
 	if normal {
@@ -235,7 +246,7 @@ func ValidateInsert(p InsertRunParams) ([]run.Event, error) {
 	case p.WakeAt.IsZero():
 		return nil, fail("insert needs a first wake")
 	}
-	return NormalizeEvents(m.Run.ID, m.Events)
+	return normalizeChecked(m.Run.ID, m.Events) // checked by ValidateMoment
 }
 
 // CheckFence classifies a validated proposal against the stored document,
