@@ -229,13 +229,14 @@ func batchContext[T any](batch []*pending[T]) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
 	var waiting atomic.Int64
 	waiting.Store(int64(len(batch)))
+	stopped := func() { // one for every write of the batch
+		if waiting.Add(-1) == 0 {
+			cancel()
+		}
+	}
 	stops := make([]func() bool, len(batch))
 	for i, p := range batch {
-		stops[i] = context.AfterFunc(p.ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
+		stops[i] = context.AfterFunc(p.ctx, stopped)
 	}
 	return ctx, func() {
 		for _, stop := range stops {

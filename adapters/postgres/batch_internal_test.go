@@ -279,3 +279,25 @@ func TestFailUndeliveredGivesAnErrorOnlyToWritesWithoutOutcome(t *testing.T) {
 	assert.NoError(t, <-delivered.result, "an outcome already delivered stays")
 	assert.EqualError(t, <-waiting.result, "boom")
 }
+
+// A batch's statement context costs each write of the batch what
+// watching its caller's context takes (context.AfterFunc), and no more.
+func TestABatchContextCostsEachWriteLittle(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	allocs := func(n int) float64 {
+		batch := make([]*pending[int], n)
+		for i := range batch {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			batch[i] = newPending(ctx, "r", 0)
+		}
+		return testing.AllocsPerRun(50, func() {
+			_, release := batchContext(batch)
+			release()
+		})
+	}
+	one, many := allocs(1), allocs(33)
+	perWrite := (many - one) / 32
+	t.Logf("%.0f allocations for one write, %.0f for 33: %.2f a write", one, many, perWrite)
+	assert.LessOrEqual(t, perWrite, 2.0)
+}
