@@ -129,3 +129,18 @@ func BenchmarkCheckClaimedCommit(b *testing.B) {
 		}
 	}
 }
+
+// Checking a fused commit allocates the fused moment and its list of
+// events, once each: the list is not grown event by event.
+func TestCheckClaimedCommitAllocatesTheFusedMomentOnce(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	first, last := stepAndCompletion(t)
+	p := ports.CommitParams{Moment: first, Then: []*run.Moment{last}}
+	token := func(ports.ClaimToken) bool { return true }
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, err := ports.CheckClaimedCommit(ports.Tenantless(), p, token); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0)
+}

@@ -128,7 +128,13 @@ func FuseChain(p CommitParams) (*run.Moment, error) {
 		return p.Moment, nil
 	}
 	prev := p.Moment
-	events := slices.Clone(prev.Events)
+	n := len(prev.Events)
+	for _, next := range p.Then {
+		if next != nil {
+			n += len(next.Events)
+		}
+	}
+	events := append(make([]run.Event, 0, n), prev.Events...)
 	for _, next := range p.Then {
 		if err := ValidateMoment(next); err != nil {
 			return nil, err
