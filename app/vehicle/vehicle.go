@@ -315,7 +315,7 @@ func (d *drive) moment(ctx context.Context, g *graph.Compiled, r *run.Run, floor
 // commit will store; a step that executes nodes ends the chain and is
 // returned as ahead, the next moment's plan.
 func (d *drive) fuse(g *graph.Compiled, m *run.Moment, floor time.Time) (chain []*run.Moment, ahead *superstep.Step, err error) {
-	chain = []*run.Moment{m}
+	chain = append(make([]*run.Moment, 0, 2), m) // room for the completion a last step fuses
 	// A fired drain budget (moments, time, shutdown) stops the chain: its
 	// last continue becomes the yield, as without fusion.
 	for m.Disposition.Kind == run.DispositionContinue && d.budgetFired(len(chain)) == "" {
