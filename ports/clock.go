@@ -26,7 +26,11 @@ func Micros(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
-	return t.UTC().Truncate(time.Microsecond)
+	u := t.UTC()
+	if u.Nanosecond()%int(time.Microsecond) == 0 {
+		return u // whole microseconds (every stored and clock time): nothing to cut
+	}
+	return u.Truncate(time.Microsecond)
 }
 
 // CeilMicros is Micros rounded up: a strict "before t" test on stored,
