@@ -48,58 +48,78 @@ func newEventArrays(n int) eventArrays {
 	}
 }
 
+// encodedEvents are a write's normalized events with their payloads and
+// metadata encoded: the rest of their columns are the events' own fields,
+// laid out only as the statement's arrays (eventArrays.add).
+type encodedEvents struct {
+	events []run.Event
+	docs   [][]byte // event i's payload at 2i, its metadata at 2i+1
+}
+
 // batchEvents lays the events of a batch's writes end to end, each array
 // allocated once, with the ord (batch index) of the write each belongs to.
-func batchEvents[T any](batch []*pending[T], arrays func(T) eventArrays) (eventArrays, []int32) {
+func batchEvents[T any](batch []*pending[T], encoded func(T) encodedEvents) (eventArrays, []int32) {
 	total := 0
 	for _, p := range batch {
-		total += len(arrays(p.args).seqs)
+		total += len(encoded(p.args).events)
 	}
 	ords := make([]int32, 0, total)
-	if len(batch) == 1 {
-		return arrays(batch[0].args), ords[:total]
-	}
 	events := newEventArrays(total)
 	for i, p := range batch {
-		a := arrays(p.args)
-		events.append(a)
-		for range a.seqs {
+		e := encoded(p.args)
+		events.add(e)
+		for range e.events {
 			ords = append(ords, int32(i))
 		}
 	}
 	return events, ords
 }
 
-// append adds b's events after a's.
-func (a *eventArrays) append(b eventArrays) {
-	a.seqs = append(a.seqs, b.seqs...)
-	a.types = append(a.types, b.types...)
-	a.steps = append(a.steps, b.steps...)
-	a.nodeIDs = append(a.nodeIDs, b.nodeIDs...)
-	a.channelIDs = append(a.channelIDs, b.channelIDs...)
-	a.taskIDs = append(a.taskIDs, b.taskIDs...)
-	a.payloads = append(a.payloads, b.payloads...)
-	a.metadata = append(a.metadata, b.metadata...)
-	a.occurred = append(a.occurred, b.occurred...)
+// add appends e's events to the arrays. The text columns point at the
+// events' own fields, which the write holds unchanged until it is sent.
+func (a *eventArrays) add(e encodedEvents) {
+	for i := range e.events {
+		ev := &e.events[i]
+		a.seqs = append(a.seqs, ev.Seq)
+		a.types = append(a.types, string(ev.Type))
+		a.steps = append(a.steps, int32(ev.Step))
+		a.nodeIDs = append(a.nodeIDs, optTextOf(&ev.NodeID))
+		a.channelIDs = append(a.channelIDs, optTextOf(&ev.ChannelID))
+		a.taskIDs = append(a.taskIDs, optTextOf(&ev.TaskID))
+		a.payloads = append(a.payloads, e.docs[2*i])
+		a.metadata = append(a.metadata, e.docs[2*i+1])
+		a.occurred = append(a.occurred, ports.Micros(ev.Timestamp))
+	}
 }
 
-// encodeEvents turns normalized events (sorted, de-duplicated, µs UTC) into
-// arrays. Payloads are value.Canonical bytes of the map (nil and empty
-// alike as {}), metadata the same bytes of its wire form, written without
-// building the map; so byte equality in SQL is content equality.
+// encodeEvents turns normalized events into the statements' arrays
+// (encodeEventDocs).
 func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
+	e, err := encodeEventDocs(runID, events)
+	if err != nil {
+		return eventArrays{}, err
+	}
 	a := newEventArrays(len(events))
+	a.add(e)
+	return a, nil
+}
+
+// encodeEventDocs encodes normalized events (sorted, de-duplicated, µs
+// UTC) for a write. Payloads are value.Canonical bytes of the map (nil
+// and empty alike as {}), metadata the same bytes of its wire form,
+// written without building the map; so byte equality in SQL is content
+// equality.
+func encodeEventDocs(runID string, events []run.Event) (encodedEvents, error) {
 	// Every payload and metadata map is encoded into one pooled buffer and
-	// copied out in one piece, which the arrays then slice; an empty map
-	// (most events' metadata) is the shared "{}". The text columns point
-	// at the events' own fields, which the commit holds unchanged until
-	// it is sent.
+	// copied out in one piece, which the documents then slice; an empty
+	// map (most events' metadata) is the shared "{}".
 	type span struct{ start, end int }
 	scratch := value.GetScratch()
 	defer scratch.Release()
 	var (
 		buf   = scratch.B
-		spans = make([]span, 0, 2*len(events))
+		room  [16]span // a commit's events, most often, without an allocation
+		spans = room[:0]
 		err   error
 	)
 	encode := func(m map[string]any) error {
@@ -117,10 +137,10 @@ func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 	for i := range events {
 		e := &events[i]
 		if e.Step > math.MaxInt32 {
-			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d step %d is out of range", e.Seq, e.Step)}
+			return encodedEvents{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d step %d is out of range", e.Seq, e.Step)}
 		}
 		if err := encode(e.Payload); err != nil {
-			return eventArrays{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
+			return encodedEvents{}, &ports.InvalidCommitError{RunID: runID, Reason: fmt.Sprintf("event %d payload: %v", e.Seq, err)}
 		}
 		if e.Metadata == nil {
 			spans = append(spans, span{-1, -1})
@@ -129,27 +149,18 @@ func encodeEvents(runID string, events []run.Event) (eventArrays, error) {
 			buf = e.Metadata.AppendCanonical(buf)
 			spans = append(spans, span{start, len(buf)})
 		}
-		a.seqs = append(a.seqs, e.Seq)
-		a.types = append(a.types, string(e.Type))
-		a.steps = append(a.steps, int32(e.Step))
-		a.nodeIDs = append(a.nodeIDs, optTextOf(&e.NodeID))
-		a.channelIDs = append(a.channelIDs, optTextOf(&e.ChannelID))
-		a.taskIDs = append(a.taskIDs, optTextOf(&e.TaskID))
-		a.occurred = append(a.occurred, ports.Micros(e.Timestamp))
 	}
 	scratch.B = buf
 	buf = bytes.Clone(buf)
-	slice := func(s span) []byte {
+	docs := make([][]byte, len(spans))
+	for i, s := range spans {
 		if s.start < 0 {
-			return emptyObject
+			docs[i] = emptyObject
+		} else {
+			docs[i] = buf[s.start:s.end:s.end]
 		}
-		return buf[s.start:s.end:s.end]
 	}
-	for i := 0; i < len(spans); i += 2 {
-		a.payloads = append(a.payloads, slice(spans[i]))
-		a.metadata = append(a.metadata, slice(spans[i+1]))
-	}
-	return a, nil
+	return encodedEvents{events: events, docs: docs}, nil
 }
 
 // emptyObject is the encoding of an empty (or nil) map, shared read-only.

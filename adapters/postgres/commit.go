@@ -72,7 +72,8 @@ type commitRow struct {
 	at     *time.Time
 	doc    document
 	events []run.Event
-	arrays eventArrays
+	// encoded are events with their payloads and metadata encoded.
+	encoded encodedEvents
 }
 
 func newCommitRow(scope ports.Scope, m *run.Moment, sched ports.Schedule, token tokenParam, events []run.Event) (commitRow, error) {
@@ -80,13 +81,13 @@ func newCommitRow(scope ports.Scope, m *run.Moment, sched ports.Schedule, token 
 	if err != nil {
 		return commitRow{}, err
 	}
-	arrays, err := encodeEvents(m.Run.ID, events)
+	encoded, err := encodeEventDocs(m.Run.ID, events)
 	if err != nil {
 		doc.release()
 		return commitRow{}, err
 	}
 	return commitRow{scope: scope, moment: m, fence: m, token: token, sched: scheduleKind(sched), at: optTime(sched.At),
-		doc: doc, events: events, arrays: arrays}, nil
+		doc: doc, events: events, encoded: encoded}, nil
 }
 
 // release returns the row's pooled document buffer (batcher.release).
@@ -290,7 +291,7 @@ func (s *Store) claimedArgs(batch []*pending[commitRow]) []any {
 	expected, seqs, eventSeqs := make([]int64, n), make([]int64, n), make([]int64, n)
 	tokens := make(tokenArray, n)
 	states := make(pgtype.FlatArray[[]byte], n)
-	events, eventOrds := batchEvents(batch, func(c commitRow) eventArrays { return c.arrays })
+	events, eventOrds := batchEvents(batch, func(c commitRow) encodedEvents { return c.encoded })
 	for i, c := range batch {
 		a, r := c.args, c.args.moment.Run
 		ords[i] = int32(i)

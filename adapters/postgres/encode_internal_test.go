@@ -50,11 +50,11 @@ func chainBatch(tb testing.TB, n int) []*pending[commitRow] {
 			{Seq: 15, Type: run.EventEdgeTriggered, Step: 3, Payload: map[string]any{"edge_id": "e_n03", "to": "n03"}, Timestamp: now},
 			{Seq: 16, Type: run.EventCheckpointCommitted, Step: 3, Metadata: &run.CheckpointMetadata{Seq: 4}, Timestamp: now},
 		}
-		arrays, err := encodeEvents(r.ID, events)
+		encoded, err := encodeEventDocs(r.ID, events)
 		require.NoError(tb, err)
 		token := tokenParam{uuid: pgtype.UUID{Bytes: [16]byte{byte(i), 1}, Valid: true}}
 		row := commitRow{scope: ports.System(), moment: m, fence: m, token: token, sched: "retain",
-			doc: document{state: state, step: 3}, events: events, arrays: arrays}
+			doc: document{state: state, step: 3}, events: events, encoded: encoded}
 		batch[i] = newPending(context.Background(), r.ID, row)
 	}
 	return batch
@@ -233,7 +233,7 @@ func BenchmarkEncodeClaimedBatch(b *testing.B) {
 }
 
 // TestEventColumnsSharingAnAllocationStayApart appends past the room
-// newEventArrays made (as batchEvents' append may) and finds each column
+// newEventArrays made (as add would for more events) and finds each column
 // of the shared allocations unchanged by its neighbour's growth.
 func TestEventColumnsSharingAnAllocationStayApart(t *testing.T) {
 	t.Parallel()
@@ -339,3 +339,27 @@ func sendExecution(t require.TestingT, f *pgproto3.Frontend, name string, w *wir
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Each write of a batch encodes its events' payloads and metadata once
+// (the documents and the slices of them), and the batch lays out every
+// event column once for all its writes: a write does not build columns
+// of its own that the batch then copies.
+func TestABatchLaysOutItsEventColumnsOnce(t *testing.T) {
+	// Not parallel: it counts the process's allocations.
+	batch := chainBatch(t, 16)
+	allocs := testing.AllocsPerRun(20, func() {
+		for _, p := range batch {
+			encoded, err := encodeEventDocs(p.runID, p.args.events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.args.encoded = encoded
+		}
+		batchEvents(batch, func(c commitRow) encodedEvents { return c.encoded })
+	})
+	perWrite := allocs / float64(len(batch))
+	t.Logf("%.0f allocations for a batch of %d writes (%.2f a write)", allocs, len(batch), perWrite)
+	// Two a write, the batch's seven columns, and room for a pooled
+	// scratch buffer taken anew (the race detector drops some).
+	require.LessOrEqual(t, perWrite, 3.0)
+}

@@ -51,12 +51,12 @@ func prepareInsert(ctx context.Context, owner ports.OwnerScope, p ports.InsertRu
 	if err != nil {
 		return nil, err
 	}
-	arrays, err := encodeEvents(m.Run.ID, events)
+	encoded, err := encodeEventDocs(m.Run.ID, events)
 	if err != nil {
 		return nil, err
 	}
 	return newPending(ctx, m.Run.ID, insertRow{owner: owner, moment: m, wakeAt: ports.Micros(p.WakeAt),
-		doc: doc, events: events, arrays: arrays}), nil
+		doc: doc, events: events, encoded: encoded}), nil
 }
 
 // insertRow is one insertion, validated and encoded: one element of
@@ -67,7 +67,8 @@ type insertRow struct {
 	wakeAt time.Time
 	doc    document
 	events []run.Event
-	arrays eventArrays
+	// encoded are events with their payloads and metadata encoded.
+	encoded encodedEvents
 }
 
 // flushInserts inserts one batch and delivers each insertion's outcome.
@@ -164,7 +165,7 @@ func (s *Store) insertRuns(ctx context.Context, q rowQuerier, batch []*pending[i
 	seqs, eventSeqs := make([]int64, n), make([]int64, n)
 	wakes, started, updated := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	finished := make(pgtype.FlatArray[*time.Time], n)
-	events, eventOrds := batchEvents(batch, func(ins insertRow) eventArrays { return ins.arrays })
+	events, eventOrds := batchEvents(batch, func(ins insertRow) encodedEvents { return ins.encoded })
 	for i, ins := range batch {
 		a, r := ins.args, ins.args.moment.Run
 		ords[i], runIDs[i], tenants[i] = int32(i), r.ID, tenantArg(a.owner)
