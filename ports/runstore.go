@@ -200,6 +200,15 @@ type RunInfo struct {
 // Claimed reports whether the run currently has a claim.
 func (i *RunInfo) Claimed() bool { return !i.ClaimedAt.IsZero() }
 
+// NeverClaimed reports whether the run waits for its first claim: it is
+// running, still at its initialization checkpoint, and no worker has ever
+// claimed it. A run that stays so while workers poll has no worker that
+// claims it (none on its schema, or one whose claim policy refuses it).
+func (i *RunInfo) NeverClaimed() bool {
+	return i.Run != nil && i.Run.Status == run.StatusRunning &&
+		i.LatestCheckpointType == run.CheckpointRunInitialized && i.ClaimAttempts == 0 && !i.Claimed()
+}
+
 // Poisoned reports whether the run is poisoned.
 func (i *RunInfo) Poisoned() bool { return !i.PoisonedAt.IsZero() }
 

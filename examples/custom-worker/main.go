@@ -247,7 +247,7 @@ func stallHint(ctx context.Context, e *engine.Engine, id string, err error) erro
 	case info.ClaimAbandons > 0:
 		return fmt.Errorf("%w; workers handed it back %d time(s) without progress, as a worker does a run of a graph whose nodes it does not register (a docket worker on this schema, say): see their logs",
 			err, info.ClaimAbandons)
-	case info.LatestCheckpointType == docketrun.CheckpointRunInitialized && info.ClaimAttempts == 0 && !info.Claimed():
+	case info.NeverClaimed():
 		why := "busy with other runs of the schema, or refused: any warning it logged is on stderr"
 		if reason := e.Health().ClaimPolicyUnavailable; reason != "" {
 			why = fmt.Sprintf("it claims no runs (%s): see its warning on stderr", reason)

@@ -579,7 +579,7 @@ func stallHint(ctx context.Context, c *engine.Client, id string, err error) erro
 	switch {
 	case info.ClaimAbandons > 0:
 		return fmt.Errorf("%w; workers handed it back %d time(s) without progress, as a worker does a run of a graph whose nodes it does not register: see their logs", err, info.ClaimAbandons)
-	case info.LatestCheckpointType == run.CheckpointRunInitialized && info.ClaimAttempts == 0 && !info.Claimed():
+	case info.NeverClaimed():
 		return fmt.Errorf("%w; no worker has claimed it: is one running on this schema (docket worker, or your own worker binary for graphs of your own nodes)?", err)
 	}
 	return err
