@@ -385,3 +385,52 @@ func checkPoisonRecoveryGuards(h *harness) {
 	h.errIs(err, ports.ErrInactiveRun, "RetryPoisonedRun of a terminal run")
 	h.unchanged(terminal, "a terminal run after RetryPoisonedRun")
 }
+
+// checkPoisonRevokesTheClaim poisons a run under a holder, by a claim
+// after the holder's claim expired and by the holder's own abandon at the
+// limit: the holder's token is then dead for every call that takes one.
+func checkPoisonRevokesTheClaim(h *harness) {
+	expired := h.insert(ports.Tenantless())
+	q := request(t0)
+	q.MaxClaimAttempts = 1
+	holder := h.claimOneWith(q, expired.ID)
+	q.Now = at(2 * time.Second) // the claim expired, not stolen: attempts are at the ceiling
+	batch := h.claimDue(q)
+	if len(batch.Leases) != 0 || len(batch.Poisoned) != 1 || batch.Poisoned[0].RunID != expired.ID {
+		h.Fatalf("fixture: a claim after the holder's expiry should poison, got %s", describeBatch(batch))
+	}
+	h.revoked(expired.ID, holder, at(2*time.Second), "after claim-time poisoning")
+
+	h.clock.Set(t0)
+	abandoned := h.insert(ports.Tenantless())
+	lease := h.claimOne(t0, abandoned.ID)
+	p := abandonParams(lease.CheckpointSeq, t0)
+	p.MaxClaimAbandons = 1
+	eq(h, h.abandon(abandoned.ID, lease.Token, p), ports.AbandonRescheduled, "the first abandon")
+	lease = h.claimOne(p.RetryAt, abandoned.ID)
+	p = abandonParams(lease.CheckpointSeq, p.RetryAt)
+	p.MaxClaimAbandons = 1
+	eq(h, h.abandon(abandoned.ID, lease.Token, p), ports.AbandonPoisoned, "the abandon at the limit")
+	h.revoked(abandoned.ID, lease, p.Now, "after abandon poisoning")
+}
+
+// revoked requires that lease's token, once the holder's, holds nothing
+// on the poisoned run runID: refresh is ErrClaimLost, commit ErrStaleFence,
+// abandon stale, and release changes nothing.
+func (h *harness) revoked(runID string, lease ports.Lease, now time.Time, what string) {
+	h.Helper()
+	h.clock.Set(now)
+	before := h.inspect(runID)
+	h.expect(before.Poisoned() && before.ClaimedAt.IsZero(), "%s: want a poisoned run without a claim, got %s", what, infoOps(before))
+	h.errIs(h.refresh(runID, lease.Token, now), ports.ErrClaimLost, "the holder's refresh %s", what)
+	h.unchanged(before, "run after the holder's refresh %s", what)
+	m := continueMoment(h, before.Run, "revoked")
+	_, err := h.commit(ports.Tenantless(), m, lease.Token)
+	h.errIs(err, ports.ErrStaleFence, "the holder's commit %s", what)
+	h.unchanged(before, "run after the holder's commit %s", what)
+	h.eventsAbsent(m, "the holder's commit %s", what)
+	eq(h, h.abandon(runID, lease.Token, abandonParams(before.Run.CheckpointSeq, now)), ports.AbandonStale, "the holder's abandon %s", what)
+	h.unchanged(before, "run after the holder's abandon %s", what)
+	h.release(runID, lease.Token, now)
+	h.unchanged(before, "run after the holder's release %s", what)
+}

@@ -315,6 +315,9 @@ var registry = []Invariant{
 	{ID: "POISON-002", Area: AreaPoison, Behaviour: "recovery_is_idempotent_and_guarded", Spec: []int{50},
 		Summary: "retrying a healthy run changes nothing; another scope is ErrNotFound; a terminal run is ErrInactiveRun",
 		Source:  "seed run store: retry_poisoned_run", check: checkPoisonRecoveryGuards},
+	{ID: "POISON-003", Area: AreaPoison, Behaviour: "poisoning_revokes_the_claim", Spec: nil,
+		Summary: "once a claim-time poisoning or an abandon at the limit poisons a run, its holder's token refreshes, commits, abandons and releases nothing",
+		Source:  "seed run store: only the freshly stored token can refresh, release, abandon, or satisfy the commit fence; spec §4", check: checkPoisonRevokesTheClaim},
 
 	// SCOPE.
 	{ID: "SCOPE-001", Area: AreaScope, Behaviour: "runs_and_events_are_isolated", Spec: []int{51},
