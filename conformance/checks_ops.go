@@ -168,6 +168,43 @@ func checkPruneEvents(h *harness) {
 	}
 }
 
+// checkPruneEventsByInsertion commits events timestamped by proposers
+// whose clocks disagree with the store's: retention goes by when the store
+// inserted an event, never by the event's own timestamp.
+func checkPruneEventsByInsertion(h *harness) {
+	r, lease := h.insertClaimed() // events 1..4 inserted at t0
+	prune := func(before time.Time) int {
+		h.Helper()
+		n, err := h.b.PruneEvents(h.ctx, ports.PruneParams{Before: before, BatchSize: 100})
+		h.must(err, "PruneEvents(before %s)", fmtTime(before))
+		return n
+	}
+	commitAt := func(proposerNow, storeNow time.Time, variant string) *run.Moment {
+		h.Helper()
+		h.clock.Set(proposerNow)
+		m := continueMoment(h, h.fetch(ports.Tenantless(), r.ID), variant)
+		h.clock.Set(storeNow)
+		h.mustCommit(ports.Tenantless(), m, lease.Token)
+		return m
+	}
+	behind := commitAt(at(time.Hour), at(2*time.Hour), "an hour behind the store")
+	ahead := commitAt(at(4*time.Hour), at(3*time.Hour), "an hour ahead of the store")
+	seqs := func(ms ...*run.Moment) string {
+		var out []int64
+		for _, m := range ms {
+			for _, e := range m.Events {
+				out = append(out, e.Seq)
+			}
+		}
+		return fmt.Sprint(out)
+	}
+
+	eq(h, prune(at(90*time.Minute)), 4, "events inserted before the cutoff (the run's first four)")
+	eq(h, fmt.Sprint(h.retainedSeqs(r.ID)), seqs(behind, ahead), "events timestamped before the cutoff but inserted after it survive")
+	eq(h, prune(at(210*time.Minute)), len(behind.Events)+len(ahead.Events), "events inserted before the cutoff, whatever their timestamps")
+	eq(h, fmt.Sprint(h.retainedSeqs(r.ID)), "[]", "events timestamped after the cutoff but inserted before it are pruned")
+}
+
 func checkPruneRuns(h *harness) {
 	owner := ports.Tenantless()
 	terminal := func(updated time.Time) *run.Run {

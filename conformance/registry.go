@@ -403,6 +403,9 @@ var registry = []Invariant{
 	{ID: "PRUNE-005", Area: AreaPrune, Behaviour: "counts_beyond_32_bits_are_invalid", Spec: nil,
 		Summary: "a batch size or keep count beyond 32 bits is ErrInvalidArgument and prunes nothing",
 		Source:  "ports.PruneParams, ports.PruneGraphsParams", check: checkPruneCountsBeyond32Bits},
+	{ID: "PRUNE-006", Area: AreaPrune, Behaviour: "event_retention_follows_insertion_by_the_store_clock", Spec: nil,
+		Summary: "PruneEvents goes by when the store clock inserted an event, not by the event's timestamp: events proposed by a clock behind the store outlive a cutoff they predate, events proposed by a clock ahead do not",
+		Source:  "seed delivery guarantees: retained events during their configured retention period; spec §13", check: checkPruneEventsByInsertion},
 
 	// OPS: operational state.
 	{ID: "OPS-001", Area: AreaOps, Behaviour: "operational_writes_never_touch_the_document", Spec: []int{17},
