@@ -24,6 +24,7 @@ func (h *harness) storedEvent(runID string, seq int64) run.Event {
 func checkIdenticalEvent(h *harness) {
 	r, lease := h.insertClaimed()
 	first := h.storedEvent(r.ID, 1)
+	h.clock.Set(at(10 * time.Second))
 	m := continueMoment(h, r, "idempotent")
 	m.Events = append([]run.Event{first}, m.Events...)
 	h.mustCommit(ports.Tenantless(), m, lease.Token)
@@ -31,6 +32,22 @@ func checkIdenticalEvent(h *harness) {
 	h.expect(got.Equal(first), "event 1 after re-appending it: got %+v, want %+v", got, first)
 	h.eventsStored(m, "events of the commit")
 	eq(h, h.fetch(ports.System(), r.ID).CheckpointSeq, int64(2), "seq after the commit")
+
+	// The re-append wrote nothing, its insertion time included: event 1
+	// is as old as the run's other first events when retention runs.
+	n, err := h.b.PruneEvents(h.ctx, ports.PruneParams{Before: at(5 * time.Second), BatchSize: 100})
+	h.must(err, "PruneEvents")
+	eq(h, n, 4, "events inserted with the run, the re-appended one included")
+	_, err = h.b.FetchEvent(h.ctx, ports.System(), r.ID, 1)
+	h.errIs(err, ports.ErrNotFound, "event 1 after pruning the events inserted with the run")
+	h.eventsStored(cloneMomentWithEvents(m, m.Events[1:]), "the commit's new events after pruning")
+}
+
+// cloneMomentWithEvents is a copy of m carrying events instead of its own.
+func cloneMomentWithEvents(m *run.Moment, events []run.Event) *run.Moment {
+	c := cloneMoment(m)
+	c.Events = append([]run.Event(nil), events...)
+	return c
 }
 
 func checkConflictingEvent(h *harness) {

@@ -140,7 +140,7 @@ var registry = []Invariant{
 
 	// EVENT: retained events.
 	{ID: "EVENT-001", Area: AreaEvent, Behaviour: "identical_event_is_idempotent", Spec: []int{18},
-		Summary: "re-appending an identical stored event with new ones succeeds and leaves the stored event unchanged",
+		Summary: "re-appending an identical stored event with new ones succeeds and leaves the stored event unchanged, its insertion time (what retention goes by) included",
 		Source:  "seed guarantees: idempotent by {run_id, seq}", check: checkIdenticalEvent},
 	{ID: "EVENT-002", Area: AreaEvent, Behaviour: "conflicting_event_rolls_back_commit", Spec: []int{19},
 		Summary: "a commit carrying different content at a stored seq is ErrEventConflict; the run seq is unchanged and its new events absent",
