@@ -206,6 +206,11 @@ func checkListRuns(h *harness) {
 	add(tenantB, time.Second)
 	add(ports.Tenantless(), 3*time.Second)
 	add(ports.Tenantless(), time.Second)
+	// A commit moves a run's updated_at, never its place in the list:
+	// cancel the oldest run an hour later.
+	h.clock.Set(at(time.Hour))
+	h.must(errOf(h.b.MutateRun(h.ctx, tenantA, byScope[tenantA][0].id, cancelMutation(h))), "cancelling the oldest run")
+	h.clock.Set(t0)
 
 	for _, limit := range []int{1, 2, 100} {
 		for scope, runs := range byScope {

@@ -330,7 +330,7 @@ var registry = []Invariant{
 		Summary: "graph versions are visible to their owner only, and system is rejected by graph operations",
 		Source:  "spec §8", check: checkGraphIsolation},
 	{ID: "SCOPE-004", Area: AreaScope, Behaviour: "list_is_scoped_newest_first", Spec: []int{53},
-		Summary: "ListRuns returns in-scope runs newest first by (started_at, run_id); the cursor walks every row once; system sees all",
+		Summary: "ListRuns returns in-scope runs newest first by (started_at, run_id), whatever their updated_at; the cursor walks every row once; system sees all",
 		Source:  "seed run store: list_runs", check: checkListRuns},
 	{ID: "SCOPE-005", Area: AreaScope, Behaviour: "invalid_scope_is_rejected", Spec: nil,
 		Summary: "the zero Scope is ErrInvalidScope on every scoped call, and system cannot own runs",
