@@ -116,6 +116,12 @@ func checkSignalValidation(h *harness) {
 		constant(withDisposition(immediateMoment(h, r, "mismatch"), run.Disposition{Kind: run.DispositionExternal, Reason: run.ReasonAwaitingInterrupts})),
 		ports.ErrInvalidCommit)
 	rejected("a failing mutation", ports.Tenantless(), func(*run.Run) (*run.Moment, error) { return nil, errMutationRefused }, errMutationRefused)
+	// A mutation of r may only propose r's next moment, even one another
+	// run of the same graph, start and seq would fence.
+	other := h.insert(ports.Tenantless(), runOpts{wakeAt: at(time.Hour)})
+	otherBefore := h.inspect(other.ID)
+	rejected("a moment of another run", ports.Tenantless(), constant(immediateMoment(h, other, "other")), ports.ErrInvalidCommit)
+	h.unchanged(otherBefore, "the other run after a mutation of %s proposed its moment", r.ID)
 
 	got, err := h.b.MutateRun(h.ctx, ports.Tenantless(), r.ID, func(*run.Run) (*run.Moment, error) { return nil, nil })
 	h.must(err, "MutateRun returning no moment")

@@ -181,7 +181,7 @@ var registry = []Invariant{
 		Summary: "a mutation committed on a poisoned run clears poison and counters (cancel: terminal, no wake)",
 		Source:  "spec §5.4, §6.11", check: checkSignalClearsPoison},
 	{ID: "SIGNAL-005", Area: AreaSignal, Behaviour: "invalid_signals_change_nothing", Spec: []int{27},
-		Summary: "rebound graph, wrong tenant, conflicting event, failing or nil mutation change nothing; continue commits as an immediate release",
+		Summary: "rebound graph, wrong tenant, conflicting event, another run's moment, failing or nil mutation change nothing; continue commits as an immediate release",
 		Source:  "seed run store: mutate_run; ports.RunStore.MutateRun", check: checkSignalValidation},
 	{ID: "SIGNAL-006", Area: AreaSignal, Behaviour: "claims_skip_a_run_under_mutation", Spec: []int{28},
 		Summary: "while a mutation holds a run, ClaimDue returns promptly without it; afterwards the run is claimable",
