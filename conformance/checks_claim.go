@@ -519,6 +519,22 @@ func checkAdmissionTransitions(h *harness) {
 		f.abandon(x.ID, l.Token, p)
 		return t0
 	}, false)
+	h.fresh().admissionAfter("claimed retained commit, then a claimed immediate commit", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		retained := continueMoment(f, x, "retained")
+		f.mustCommit(ports.System(), retained, l.Token)
+		f.mustCommit(ports.System(), immediateMoment(f, retained.Run, "imm"), l.Token)
+		return at(time.Hour)
+	}, true)
+	h.fresh().admissionAfter("claim-time poisoning and recovery", func(f *harness, x *run.Run, l ports.Lease) time.Time {
+		q := request(at(-28 * time.Second)) // the claim expired; one attempt is the ceiling
+		q.MaxClaimAttempts = 1
+		if batch := f.claimDue(q); len(batch.Poisoned) != 1 {
+			f.Fatalf("fixture: want a poison outcome, got %s", describeBatch(batch))
+		}
+		_, err := f.b.RetryPoisonedRun(f.ctx, ports.System(), x.ID, at(-27*time.Second))
+		f.must(err, "RetryPoisonedRun")
+		return t0
+	}, false)
 }
 
 func checkLeaseRunIsCommitted(h *harness) {

@@ -257,7 +257,7 @@ var registry = []Invariant{
 		Summary: "scopes with only future work never absorb a demand-1 claim while a run is due elsewhere",
 		Source:  "spec §6.6", Requires: FeatureTenantFairPolicy, check: checkFairIdleScopes},
 	{ID: "FAIR-004", Area: AreaFair, Behaviour: "admission_follows_each_transition", Spec: nil,
-		Summary: "a claimed at-wake commit, an unclaimed immediate mutation and an abandon give up the scope's admission; a claimed immediate commit keeps it",
+		Summary: "a claimed at-wake commit, an unclaimed immediate mutation, an abandon and a poisoning with its recovery give up the scope's admission; a claimed immediate commit keeps it, after retained commits too",
 		Source:  "spec §4, §6.6", Requires: FeatureTenantFairPolicy, check: checkAdmissionTransitions},
 	{ID: "FAIR-005", Area: AreaFair, Behaviour: "held_runs_keep_admitted_runs_first", Spec: nil,
 		Summary: "when the admitted runs a scope's page holds are all held, a claim leases the scope's free admitted run, not an older queued one",
