@@ -148,6 +148,14 @@ func checkAttemptCeiling(h *harness) {
 	later.MaxClaimAttempts = 100
 	later.Limit = 10
 	h.claimNothing(later, "ClaimDue after poisoning")
+
+	// A released run is poisoned from the ready class: its wake goes too.
+	released := h.insert(owner)
+	h.poison(released.ID, at(25*time.Hour))
+	info = h.inspect(released.ID)
+	h.eqTime(info.WakeAt, time.Time{}, "wake of a released run poisoned at its ceiling")
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim of a released run poisoned at its ceiling")
+	h.eqTime(info.PoisonedAt, at(25*time.Hour), "poisoned_at of a released run poisoned at its ceiling")
 }
 
 func checkLimitBound(h *harness) {

@@ -207,7 +207,7 @@ var registry = []Invariant{
 		Summary: "a steal changes only authority: the document is unchanged and the old token can neither refresh, release nor commit",
 		Source:  "seed run store: an expired holder can overlap a new holder after a steal", check: checkStealPreservesDocument},
 	{ID: "CLAIM-006", Area: AreaClaim, Behaviour: "attempt_ceiling_poisons", Spec: []int{34},
-		Summary: "with max N, N claims lease (attempts 1..N) and the next selection poisons with max_claim_attempts_exceeded, naming the run's owner; poisoned runs are never claimed",
+		Summary: "with max N, N claims lease (attempts 1..N) and the next selection poisons with max_claim_attempts_exceeded, naming the run's owner, clearing claim and wake (a released run's too); poisoned runs are never claimed",
 		Source:  "spec §6.4, §6.11", check: checkAttemptCeiling},
 	{ID: "CLAIM-007", Area: AreaClaim, Behaviour: "outcomes_bounded_by_limit", Spec: []int{35},
 		Summary: "leases plus poison outcomes never exceed the limit, and a poison outcome consumes a slot",
