@@ -337,6 +337,7 @@ func checkPoisonRecovery(h *harness) {
 	h.sameRun(got, r, "RetryPoisonedRun returns the unchanged document")
 	info := h.inspect(r.ID)
 	h.expect(!info.Poisoned(), "poison after recovery: %s", infoOps(info))
+	eq(h, info.PoisonReason, "", "poison reason after recovery")
 	eq(h, info.ClaimAttempts, 0, "attempts after recovery")
 	eq(h, info.ClaimAbandons, 0, "abandons after recovery")
 	h.eqTime(info.WakeAt, at(time.Minute), "wake after recovery (the caller's now)")
