@@ -607,6 +607,24 @@ func checkSkewedCallerClocks(h *harness) {
 	}
 	h.eqTime(batch.Leases[0].ClaimedAt, storeNow, "claimed_at of a lease by a caller behind the store")
 	h.eqTime(h.inspect(due.ID).ClaimedAt, storeNow, "stored claimed_at of a lease by a caller behind the store")
+
+	// A poisoning is stamped like a lease, by the later clock: a caller an
+	// hour ahead poisons a released run at its ceiling at its own time.
+	ceiling := h.insert(owner, runOpts{wakeAt: storeNow})
+	q := request(storeNow)
+	q.MaxClaimAttempts = 1
+	batch = skewed(q)
+	if len(batch.Leases) != 1 || batch.Leases[0].RunID != ceiling.ID {
+		h.Fatalf("fixture: want a lease of %s, got %s", ceiling.ID, describeBatch(batch))
+	}
+	h.release(ceiling.ID, batch.Leases[0].Token, storeNow)
+	q.Now = storeNow.Add(time.Hour)
+	batch = skewed(q)
+	if len(batch.Leases) != 0 || len(batch.Poisoned) != 1 || batch.Poisoned[0].RunID != ceiling.ID {
+		h.Fatalf("a caller an hour ahead at the run's ceiling: want %s poisoned, got %s", ceiling.ID, describeBatch(batch))
+	}
+	h.eqTime(batch.Poisoned[0].PoisonedAt, q.Now, "poisoned_at of a poisoning by a caller ahead of the store")
+	h.eqTime(h.inspect(ceiling.ID).PoisonedAt, q.Now, "stored poisoned_at of a poisoning by a caller ahead of the store")
 }
 
 // checkImmediateWakesOfAFastCaller makes the immediate wakes of a caller

@@ -237,7 +237,7 @@ var registry = []Invariant{
 		Summary: "a lease's run, when it carries one, is the run as last committed (at the lease's seq), after commits and after a steal",
 		Source:  "ports.Lease.Run: the holder starts from it without a read", check: checkLeaseRunIsCommitted},
 	{ID: "CLAIM-016", Area: AreaClaim, Behaviour: "store_clock_bounds_skewed_callers", Spec: nil,
-		Summary: "a caller whose clock is ahead cannot steal a claim before the store clock expires it; one whose clock is behind still leases a run due by the store clock, stamped no earlier than the store clock",
+		Summary: "a caller whose clock is ahead cannot steal a claim before the store clock expires it; one whose clock is behind still leases a run due by the store clock, stamped no earlier than the store clock; a poisoning is stamped like a lease, by the later clock",
 		Source:  "claim.Request.StoreNow: engines' clocks disagree, the store's is the one they share", check: checkSkewedCallerClocks},
 	{ID: "CLAIM-017", Area: AreaClaim, Behaviour: "immediate_wakes_are_never_after_the_store_clock", Spec: nil,
 		Summary: "a release, a poison recovery and a start due at its starter's now by a caller whose clock is ahead wake at the store clock, not the caller's now; a deliberately later first wake is kept",
