@@ -180,3 +180,41 @@ func checkInsertGraphBeforeConflict(h *harness) {
 	h.errIs(err, ports.ErrNotFound, "InsertRun(%s) of an id stored under %s, graph unpublished in %s", b, a, b)
 	h.unchanged(before, "original after the failed insert")
 }
+
+// checkConcurrentInserts races inserts of one run id, each proposing a
+// different run (its own start): exactly one is stored, with its events,
+// and every other insert is ErrConflict.
+func checkConcurrentInserts(h *harness) {
+	owner := ports.Tenantless()
+	h.publish(owner)
+	for round := range h.features.Rounds {
+		id := h.id("raced")
+		moments := make([]*run.Moment, h.features.Writers)
+		errs := make([]error, len(moments))
+		inserts := make([]func(), len(moments))
+		for i := range moments {
+			moments[i] = h.initMoment(id, at(time.Duration(i)*time.Second))
+			inserts[i] = func() {
+				_, errs[i] = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: moments[i], WakeAt: at(time.Hour)})
+			}
+		}
+		together(inserts...)
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner < 0:
+				winner = i
+			case err == nil:
+				h.Errorf("round %d: inserts %d and %d of run %s both succeeded", round, winner, i, id)
+			default:
+				h.errIs(err, ports.ErrConflict, "round %d: losing insert %d", round, i)
+			}
+		}
+		if winner < 0 {
+			h.Errorf("round %d: no insert of run %s succeeded", round, id)
+			continue
+		}
+		h.sameRun(h.fetch(ports.System(), id), moments[winner].Run, "round %d: the stored run is the winner's", round)
+		h.eventsStored(moments[winner], "round %d: the stored events are the winner's", round)
+	}
+}

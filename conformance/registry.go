@@ -91,6 +91,9 @@ var registry = []Invariant{
 	{ID: "INIT-007", Area: AreaInit, Behaviour: "graph_lookup_precedes_run_id_conflict", Spec: nil,
 		Summary: "an insertion whose graph version is not published in the owner scope is ErrNotFound even when its run id is taken, and the stored run stays",
 		Source:  "spec §5.1 (the order of checks is normative), §5.2 step 1", check: checkInsertGraphBeforeConflict},
+	{ID: "INIT-008", Area: AreaInit, Behaviour: "one_winner_among_concurrent_inserts", Spec: nil,
+		Summary: "of concurrent inserts of one run id exactly one stores its run and events; every other is ErrConflict",
+		Source:  "seed run store: insert_run inserts one initialized run; spec §5.1", check: checkConcurrentInserts},
 
 	// COMMIT: claimed commits.
 	{ID: "COMMIT-001", Area: AreaCommit, Behaviour: "fenced_advance_retains_claim", Spec: []int{7},
