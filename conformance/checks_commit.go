@@ -336,6 +336,53 @@ func checkConcurrentCommits(h *harness) {
 	}
 }
 
+// checkCommitVersusSteal races a holder's retained commit with a steal of
+// its expired claim: exactly one wins. A winning commit keeps the claim,
+// stamped afresh so nothing is stolen; a winning steal leaves the commit
+// ErrStaleFence with nothing written.
+func checkCommitVersusSteal(h *harness) {
+	stealAt := at(2 * time.Second)
+	for i := range 4 * h.features.Rounds {
+		h.clock.Set(t0)
+		r, old := h.insertClaimed()
+		m := continueMoment(h, r, fmt.Sprintf("race-%d", i))
+		// The store clock too has expired the claim, so the steal can win.
+		h.clock.Set(stealAt)
+		var (
+			commitErr, claimErr error
+			batch               *ports.ClaimBatch
+		)
+		together(func() {
+			_, commitErr = h.commit(ports.Tenantless(), m, old.Token)
+		}, func() {
+			batch, claimErr = h.b.ClaimDue(h.ctx, request(stealAt))
+		})
+		what := fmt.Sprintf("race %d", i)
+		h.must(claimErr, "%s: steal", what)
+		var stolen *ports.Lease
+		for _, l := range batch.Leases {
+			if l.RunID == r.ID {
+				stolen = &l
+			}
+		}
+		info := h.inspect(r.ID)
+		switch {
+		case commitErr == nil && stolen != nil:
+			h.Errorf("%s: both the holder's commit and a steal won (seq %d)", what, info.Run.CheckpointSeq)
+		case commitErr == nil:
+			h.sameRun(info.Run, m.Run, "%s: the stored run after the winning commit", what)
+			h.must(h.refresh(r.ID, old.Token, stealAt), "%s: the committer keeps its claim", what)
+		case stolen != nil:
+			h.errIs(commitErr, ports.ErrStaleFence, "%s: the commit that lost to a steal", what)
+			h.sameRun(info.Run, r, "%s: the stored run after the winning steal", what)
+			h.eventsAbsent(m, "%s: the commit that lost to a steal", what)
+			h.must(h.refresh(r.ID, stolen.Token, stealAt), "%s: the thief holds the claim", what)
+		default:
+			h.Errorf("%s: neither the commit nor the steal won; the commit: %s", what, describeErr(commitErr))
+		}
+	}
+}
+
 // checkFusedChain commits a continue moment and the completion that
 // follows it as one transition.
 func checkFusedChain(h *harness) {

@@ -140,6 +140,9 @@ var registry = []Invariant{
 	{ID: "FENCE-008", Area: AreaFence, Behaviour: "only_the_stored_spelling_is_the_token", Spec: nil,
 		Summary: "another spelling of the stored token (upper case) neither refreshes nor releases the claim",
 		Source:  "seed run store: only the freshly stored token can refresh, release, abandon, or satisfy the commit fence", check: checkTokenSpelling},
+	{ID: "FENCE-009", Area: AreaFence, Behaviour: "commit_races_steal_to_one_winner", Spec: nil,
+		Summary: "a holder's commit racing a steal of its expired claim: exactly one wins; a commit that loses is ErrStaleFence and writes nothing, a steal that loses leases nothing",
+		Source:  "seed guarantees: a stale vehicle cannot commit after another claimant changes the token", check: checkCommitVersusSteal},
 
 	// EVENT: retained events.
 	{ID: "EVENT-001", Area: AreaEvent, Behaviour: "identical_event_is_idempotent", Spec: []int{18},
