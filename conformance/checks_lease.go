@@ -122,6 +122,52 @@ func checkReleaseKeepsAttempt(h *harness) {
 	h.expect(len(batch.Leases) == 0 && len(batch.Poisoned) == 1, "released attempts count toward the ceiling: got %s", describeBatch(batch))
 }
 
+// checkReleaseVersusSteal races a holder's release with a steal of its
+// expired claim. A claimer that leases the run (stolen, or ready at the
+// release's wake) keeps it: the old token's release never takes the claim
+// from its new holder. A claim may also skip the run while the release
+// holds it, leaving it released.
+func checkReleaseVersusSteal(h *harness) {
+	stealAt := at(2 * time.Second)
+	for i := range 4 * h.features.Rounds {
+		h.clock.Set(t0)
+		r, old := h.insertClaimed()
+		// The store clock too has expired the claim, so the steal can win.
+		h.clock.Set(stealAt)
+		var (
+			releaseErr, claimErr error
+			batch                *ports.ClaimBatch
+		)
+		together(func() {
+			releaseErr = h.b.ReleaseClaim(h.ctx, r.ID, old.Token, stealAt)
+		}, func() {
+			batch, claimErr = h.b.ClaimDue(h.ctx, request(stealAt))
+		})
+		what := fmt.Sprintf("race %d", i)
+		h.must(releaseErr, "%s: release", what)
+		h.must(claimErr, "%s: claim", what)
+		if len(batch.Poisoned) != 0 || len(batch.Leases) > 1 || (len(batch.Leases) == 1 && batch.Leases[0].RunID != r.ID) {
+			h.Errorf("%s: want at most a lease of %s, got %s", what, r.ID, describeBatch(batch))
+			continue
+		}
+		if len(batch.Leases) == 0 {
+			// The claim skipped the run while the release held it: the
+			// release won, and the run waits for the next claim.
+			info := h.inspect(r.ID)
+			h.eqTime(info.ClaimedAt, time.Time{}, "%s: claim after a release the claim skipped", what)
+			h.eqTime(info.WakeAt, stealAt, "%s: wake after a release the claim skipped", what)
+			h.claimOne(stealAt, r.ID)
+			continue
+		}
+		lease := batch.Leases[0]
+		eq(h, lease.Attempt, 2, "%s: attempt of the claim after the holder's", what)
+		info := h.inspect(r.ID)
+		h.eqTime(info.ClaimedAt, stealAt, "%s: claimed_at of the new holder", what)
+		h.eqTime(info.WakeAt, time.Time{}, "%s: wake of the claimed run", what)
+		h.must(h.refresh(r.ID, lease.Token, stealAt), "%s: the new holder keeps the claim", what)
+	}
+}
+
 // ---- ABANDON --------------------------------------------------------------
 
 func checkAbandon(h *harness) {

@@ -293,6 +293,9 @@ var registry = []Invariant{
 	{ID: "RELEASE-004", Area: AreaRelease, Behaviour: "release_keeps_the_attempt", Spec: nil,
 		Summary: "a released attempt still counts: the next claim is attempt 2 and max_claim_attempts still poisons",
 		Source:  "spec §6.8", check: checkReleaseKeepsAttempt},
+	{ID: "RELEASE-005", Area: AreaRelease, Behaviour: "release_racing_a_steal_never_frees_the_new_claim", Spec: nil,
+		Summary: "a holder's release racing a steal of its expired claim never frees the claim of a claimer that leased the run (stolen, or ready at the release's wake)",
+		Source:  "seed run store: only the freshly stored token can refresh, release, abandon, or satisfy the commit fence", check: checkReleaseVersusSteal},
 
 	// ABANDON.
 	{ID: "ABANDON-001", Area: AreaAbandon, Behaviour: "hand_back_refunds_the_attempt", Spec: []int{43},
