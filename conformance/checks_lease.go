@@ -73,6 +73,11 @@ func checkRefreshStale(h *harness) {
 
 func checkRelease(h *harness) {
 	r, lease := h.insertClaimed()
+	// Without a now there is no wake to record: released, the run would
+	// have neither wake nor claim and no claim would ever find it.
+	claimed := h.inspect(r.ID)
+	h.errIs(h.b.ReleaseClaim(h.ctx, r.ID, lease.Token, time.Time{}), ports.ErrInvalidArgument, "release with a zero now")
+	h.unchanged(claimed, "run after a release with a zero now")
 	h.clock.Set(at(9 * time.Second))
 	h.release(r.ID, lease.Token, at(3*time.Second))
 	info := h.inspect(r.ID)
