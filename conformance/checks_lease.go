@@ -387,6 +387,11 @@ func checkPoisonRecovery(h *harness) {
 	poisoned := h.inspect(r.ID)
 	eq(h, poisoned.ClaimAttempts, 3, "fixture attempts")
 	h.clock.Set(at(time.Hour))
+	// Without a now there is no wake to record: recovered, the run would
+	// have neither wake nor claim and no claim would ever find it.
+	_, zeroErr := h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), r.ID, time.Time{})
+	h.errIs(zeroErr, ports.ErrInvalidArgument, "RetryPoisonedRun with a zero now")
+	h.unchanged(poisoned, "run after RetryPoisonedRun with a zero now")
 	got, err := h.b.RetryPoisonedRun(h.ctx, ports.Tenantless(), r.ID, at(time.Minute))
 	h.must(err, "RetryPoisonedRun")
 	h.sameRun(got, r, "RetryPoisonedRun returns the unchanged document")

@@ -319,7 +319,7 @@ var registry = []Invariant{
 
 	// POISON.
 	{ID: "POISON-001", Area: AreaPoison, Behaviour: "recovery_clears_poison", Spec: []int{49},
-		Summary: "retrying a poisoned run clears poison (its reason too) and counters and wakes it at now, document unchanged",
+		Summary: "retrying a poisoned run clears poison (its reason too) and counters and wakes it at now, document unchanged; a zero now is ErrInvalidArgument and changes nothing",
 		Source:  "seed run store: retry_poisoned_run", check: checkPoisonRecovery},
 	{ID: "POISON-002", Area: AreaPoison, Behaviour: "recovery_is_idempotent_and_guarded", Spec: []int{50},
 		Summary: "retrying a healthy run changes nothing; another scope is ErrNotFound; a terminal run is ErrInactiveRun",
