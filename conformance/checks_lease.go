@@ -192,6 +192,20 @@ func checkAbandon(h *harness) {
 	again := h.claimOne(at(30*time.Second), r.ID)
 	eq(h, again.Attempt, 1, "attempt after an abandon (refunded)")
 	h.errIs(h.refresh(r.ID, lease.Token, at(30*time.Second)), ports.ErrClaimLost, "the abandoned token is dead")
+
+	// A retained commit resets the attempts; handing the claim back after
+	// it cannot take them below zero: the next claim is attempt 1 again.
+	h.clock.Set(at(time.Hour))
+	r2 := h.insert(ports.Tenantless(), runOpts{wakeAt: at(time.Hour)})
+	held := h.claimOneWith(readyOnly(at(time.Hour)), r2.ID)
+	retained := continueMoment(h, r2, "retained")
+	h.mustCommit(ports.Tenantless(), retained, held.Token)
+	eq(h, h.abandon(r2.ID, held.Token, abandonParams(retained.Run.CheckpointSeq, at(time.Hour))), ports.AbandonRescheduled, "abandon after a retained commit")
+	info = h.inspect(r2.ID)
+	eq(h, info.ClaimAttempts, 0, "attempts after abandoning a retained claim")
+	eq(h, info.ClaimAbandons, 1, "abandons after abandoning a retained claim")
+	next := h.claimOneWith(readyOnly(at(time.Hour+30*time.Second)), r2.ID)
+	eq(h, next.Attempt, 1, "attempt after abandoning a retained claim")
 }
 
 func checkAbandonStale(h *harness) {

@@ -299,7 +299,7 @@ var registry = []Invariant{
 
 	// ABANDON.
 	{ID: "ABANDON-001", Area: AreaAbandon, Behaviour: "hand_back_refunds_the_attempt", Spec: []int{43},
-		Summary: "abandon reverses the attempt, counts the abandon and schedules retry_at without touching the document",
+		Summary: "abandon reverses the attempt (never below zero, after a retained commit too), counts the abandon and schedules retry_at without touching the document",
 		Source:  "seed run store: abandon_claim", check: checkAbandon},
 	{ID: "ABANDON-002", Area: AreaAbandon, Behaviour: "stale_abandon_changes_nothing", Spec: []int{44},
 		Summary: "abandon after a steal, after a commit, for an unknown run or with a malformed token is AbandonStale and changes nothing",
