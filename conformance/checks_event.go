@@ -77,6 +77,30 @@ func checkConflictingEvent(h *harness) {
 		h.errIs(err, ports.ErrNotFound, "new event %d of the rolled-back commit", e.Seq)
 	}
 
+	// Every field is the event's content: the same payload with another
+	// type, node or timestamp conflicts too.
+	otherType := run.EventNodeCompleted
+	if first.Type == otherType {
+		otherType = run.EventNodeFailed
+	}
+	for _, c := range []struct {
+		name string
+		edit func(e *run.Event)
+	}{
+		{"another type", func(e *run.Event) { e.Type = otherType }},
+		{"another node", func(e *run.Event) { e.NodeID = "another-node" }},
+		{"another timestamp", func(e *run.Event) { e.Timestamp = e.Timestamp.Add(time.Second) }},
+	} {
+		changed := first
+		c.edit(&changed)
+		m := continueMoment(h, r, "conflict, "+c.name)
+		m.Events = append([]run.Event{changed}, m.Events...)
+		_, err := h.commit(ports.Tenantless(), m, lease.Token)
+		h.errIs(err, ports.ErrEventConflict, "Commit rewriting stored event 1 with %s", c.name)
+		h.unchanged(before, "run after rewriting event 1 with %s", c.name)
+		h.eventsAbsent(cloneMomentWithEvents(m, m.Events[1:]), "Commit rewriting stored event 1 with %s", c.name)
+	}
+
 	// Two different events at one proposed seq conflict before any write.
 	twice := continueMoment(h, r, "twice")
 	dup := twice.Events[0]

@@ -149,7 +149,7 @@ var registry = []Invariant{
 		Summary: "re-appending an identical stored event with new ones succeeds and leaves the stored event unchanged, its insertion time (what retention goes by) included",
 		Source:  "seed guarantees: idempotent by {run_id, seq}", check: checkIdenticalEvent},
 	{ID: "EVENT-002", Area: AreaEvent, Behaviour: "conflicting_event_rolls_back_commit", Spec: []int{19},
-		Summary: "a commit carrying different content at a stored seq is ErrEventConflict; the run seq is unchanged and its new events absent",
+		Summary: "a commit carrying different content (payload, type, node or timestamp) at a stored seq is ErrEventConflict; the run seq is unchanged and its new events absent",
 		Source:  "seed guarantees: run update and event append all commit or all roll back", check: checkConflictingEvent},
 	{ID: "EVENT-003", Area: AreaEvent, Behaviour: "lost_fence_persists_no_event", Spec: []int{20},
 		Summary: "a commit that loses its fence persists none of its events",
