@@ -536,6 +536,25 @@ func checkNoAliasing(h *harness) {
 	})
 	h.must(err, "MutateRun")
 	eq(h, encodeRun(h.fetch(owner, id)), want, "stored run after a mutation scribbled on its input")
+
+	// So are the runs a no-change mutation, a healthy run's recovery and
+	// a commit return.
+	same, err := h.b.MutateRun(h.ctx, owner, id, func(*run.Run) (*run.Moment, error) { return nil, nil })
+	h.must(err, "MutateRun returning no moment")
+	same.Input["topic"] = "scribbled via a no-change mutation's result"
+	eq(h, encodeRun(h.fetch(owner, id)), want, "stored run after scribbling on a no-change mutation's result")
+	healthy, err := h.b.RetryPoisonedRun(h.ctx, owner, id, t0)
+	h.must(err, "RetryPoisonedRun of a healthy run")
+	healthy.Input["topic"] = "scribbled via a recovery's result"
+	eq(h, encodeRun(h.fetch(owner, id)), want, "stored run after scribbling on a recovery's result")
+	lease := h.claimOne(t0, id)
+	next := continueMoment(h, h.fetch(owner, id), "committed")
+	wantNext := encodeRun(next.Run)
+	committed, err := h.b.Commit(h.ctx, owner, ports.CommitParams{Moment: next, ClaimToken: lease.Token})
+	h.must(err, "Commit")
+	committed.Input["topic"] = "scribbled via a commit's result"
+	next.Run.Input["topic"] = "scribbled via the committed proposal"
+	eq(h, encodeRun(h.fetch(owner, id)), wantNext, "stored run after scribbling on a commit's result and proposal")
 }
 
 func cloneAny(m map[string]any) map[string]any {
