@@ -528,6 +528,13 @@ func checkNoAliasing(h *harness) {
 	e.Payload["scribbled"] = true
 	again := h.storedEvent(id, 1)
 	h.expect(again.Equal(wantEvent), "stored event after scribbling on a fetched event")
+	page, err := h.b.ListEvents(h.ctx, owner, id, ports.ListEventsParams{Limit: 1})
+	h.must(err, "ListEvents")
+	if h.expect(len(page.Events) == 1, "ListEvents(limit 1): got %d events", len(page.Events)) {
+		page.Events[0].Payload["scribbled"] = true
+	}
+	again = h.storedEvent(id, 1)
+	h.expect(again.Equal(wantEvent), "stored event after scribbling on a listed event")
 
 	// The run handed to a mutation is private too.
 	_, err = h.b.MutateRun(h.ctx, owner, id, func(cur *run.Run) (*run.Moment, error) {
