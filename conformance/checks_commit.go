@@ -329,7 +329,7 @@ func checkConcurrentCommits(h *harness) {
 		// Commit at a later store clock so no earlier round's run is due
 		// (or expired) when the next round claims at t0.
 		h.clock.Set(at(24 * time.Hour))
-		h.oneWinner(round, "writer", "one fence", r.ID, moments, func(m *run.Moment) error {
+		h.oneWinner(round, "writer", "one fence", r.ID, ports.ErrStaleFence, moments, func(m *run.Moment) error {
 			_, err := h.commit(ports.Tenantless(), m, lease.Token)
 			return err
 		})

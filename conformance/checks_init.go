@@ -190,31 +190,12 @@ func checkConcurrentInserts(h *harness) {
 	for round := range h.features.Rounds {
 		id := h.id("raced")
 		moments := make([]*run.Moment, h.features.Writers)
-		errs := make([]error, len(moments))
-		inserts := make([]func(), len(moments))
 		for i := range moments {
 			moments[i] = h.initMoment(id, at(time.Duration(i)*time.Second))
-			inserts[i] = func() {
-				_, errs[i] = h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: moments[i], WakeAt: at(time.Hour)})
-			}
 		}
-		together(inserts...)
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && winner < 0:
-				winner = i
-			case err == nil:
-				h.Errorf("round %d: inserts %d and %d of run %s both succeeded", round, winner, i, id)
-			default:
-				h.errIs(err, ports.ErrConflict, "round %d: losing insert %d", round, i)
-			}
-		}
-		if winner < 0 {
-			h.Errorf("round %d: no insert of run %s succeeded", round, id)
-			continue
-		}
-		h.sameRun(h.fetch(ports.System(), id), moments[winner].Run, "round %d: the stored run is the winner's", round)
-		h.eventsStored(moments[winner], "round %d: the stored events are the winner's", round)
+		h.oneWinner(round, "insert", "one run id", id, ports.ErrConflict, moments, func(m *run.Moment) error {
+			_, err := h.b.InsertRun(h.ctx, owner, ports.InsertRunParams{Moment: m, WakeAt: at(time.Hour)})
+			return err
+		})
 	}
 }

@@ -50,7 +50,7 @@ func checkConcurrentSignals(h *harness) {
 		for i := range moments {
 			moments[i] = immediateMoment(h, r, fmt.Sprintf("round-%d-signal-%d", round, i))
 		}
-		h.oneWinner(round, "signal", "one seq", r.ID, moments, func(m *run.Moment) error {
+		h.oneWinner(round, "signal", "one seq", r.ID, ports.ErrStaleFence, moments, func(m *run.Moment) error {
 			_, err := h.mutate(ports.Tenantless(), r.ID, m)
 			return err
 		})

@@ -379,9 +379,10 @@ func together(fns ...func()) {
 
 // oneWinner races one write per moment, all fenced at the same point of
 // run runID, and checks the fence admits exactly one: every other write is
-// ErrStaleFence and the stored run and events are the winner's. noun names
-// a writer and fence the shared fence in failure messages.
-func (h *harness) oneWinner(round int, noun, fence, runID string, moments []*run.Moment, write func(*run.Moment) error) {
+// lost (ErrStaleFence for commits, ErrConflict for inserts) and the stored
+// run and events are the winner's. noun names a writer and fence the
+// shared fence in failure messages.
+func (h *harness) oneWinner(round int, noun, fence, runID string, lost error, moments []*run.Moment, write func(*run.Moment) error) {
 	h.Helper()
 	errs := make([]error, len(moments))
 	writes := make([]func(), len(moments))
@@ -398,7 +399,7 @@ func (h *harness) oneWinner(round int, noun, fence, runID string, moments []*run
 		case err == nil:
 			h.Errorf("round %d: %ss %d and %d both committed at %s", round, noun, winner, i, fence)
 		default:
-			h.errIs(err, ports.ErrStaleFence, "round %d: losing %s %d", round, noun, i)
+			h.errIs(err, lost, "round %d: losing %s %d", round, noun, i)
 		}
 	}
 	if winner < 0 {
