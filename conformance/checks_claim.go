@@ -33,13 +33,8 @@ func checkLeaseShape(h *harness) {
 	if len(batch.Leases) != 2 || len(batch.Poisoned) != 0 {
 		h.Fatalf("want two leases, got %s", describeBatch(batch))
 	}
-	var lease ports.Lease
-	for _, l := range batch.Leases {
-		if l.RunID == r.ID {
-			lease = l
-		}
-	}
-	if lease.RunID == "" {
+	lease := leaseOf(batch, r.ID)
+	if lease == nil {
 		h.Fatalf("no lease for %s in %s", r.ID, describeBatch(batch))
 	}
 	h.expect(!lease.Token.IsZero(), "the lease carries a token")

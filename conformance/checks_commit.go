@@ -359,12 +359,7 @@ func checkCommitVersusSteal(h *harness) {
 		})
 		what := fmt.Sprintf("race %d", i)
 		h.must(claimErr, "%s: steal", what)
-		var stolen *ports.Lease
-		for _, l := range batch.Leases {
-			if l.RunID == r.ID {
-				stolen = &l
-			}
-		}
+		stolen := leaseOf(batch, r.ID)
 		info := h.inspect(r.ID)
 		switch {
 		case commitErr == nil && stolen != nil:

@@ -341,12 +341,7 @@ func checkAbandonVersusSteal(h *harness) {
 		what := fmt.Sprintf("race %d", i)
 		h.must(abErr, "%s: abandon", what)
 		h.must(clErr, "%s: steal", what)
-		var stolen *ports.Lease
-		for _, l := range batch.Leases {
-			if l.RunID == r.ID {
-				stolen = &l
-			}
-		}
+		stolen := leaseOf(batch, r.ID)
 		info := h.inspect(r.ID)
 		switch res {
 		case ports.AbandonRescheduled:

@@ -377,6 +377,16 @@ func together(fns ...func()) {
 	wg.Wait()
 }
 
+// leaseOf returns batch's lease of run runID, or nil.
+func leaseOf(batch *ports.ClaimBatch, runID string) *ports.Lease {
+	for i := range batch.Leases {
+		if batch.Leases[i].RunID == runID {
+			return &batch.Leases[i]
+		}
+	}
+	return nil
+}
+
 // oneWinner races one write per moment, all fenced at the same point of
 // run runID, and checks the fence admits exactly one: every other write is
 // lost (ErrStaleFence for commits, ErrConflict for inserts) and the stored
