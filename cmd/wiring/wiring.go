@@ -201,12 +201,6 @@ func NewPool(ctx context.Context, url DatabaseURL) (*pgxpool.Pool, func(), error
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "docket"
 	}
-	// Docket's statements are short; JIT compilation only adds to them, as
-	// much as 100 ms a tenant-fair claim whose estimate crosses
-	// jit_above_cost with many tenants (docs/operations.md).
-	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
-		cfg.ConnConfig.RuntimeParams["jit"] = "off"
-	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open a connection pool: %w", err)

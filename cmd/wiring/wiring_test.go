@@ -129,29 +129,6 @@ func TestNewPoolSizesThePoolForTheEngineUnlessTheURLSetsIt(t *testing.T) {
 	}
 }
 
-// The pool's sessions run without JIT compilation unless the connection
-// string asks for it: Docket's statements are short, and a tenant-fair
-// claim's estimated cost can cross jit_above_cost with many tenants.
-func TestNewPoolTurnsJITOffUnlessTheURLSetsIt(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := pgtest.SharedDatabase(t)
-	for name, tc := range map[string]struct {
-		url  string
-		want string
-	}{
-		"unset": {db.URL, "off"},
-		"set":   {db.URL + sep(db.URL) + "jit=on", "on"},
-	} {
-		pool, cleanup, err := wiring.NewPool(ctx, wiring.DatabaseURL(tc.url))
-		require.NoError(t, err, name)
-		var jit string
-		require.NoError(t, pool.QueryRow(ctx, "SHOW jit").Scan(&jit), name)
-		assert.Equal(t, tc.want, jit, name)
-		cleanup()
-	}
-}
-
 // sep is what joins one more query parameter to a database URL.
 func sep(url string) string {
 	if strings.Contains(url, "?") {
