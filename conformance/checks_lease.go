@@ -233,6 +233,24 @@ func checkAbandonStale(h *harness) {
 	h.unchanged(committed, "run after an abandon at a future seq")
 }
 
+// checkAbandonIgnoresExpiry hands back a claim long past its TTL, by the
+// caller's clock and the store's, that no claimer has stolen: the token is
+// still the run's authority, so the abandon reschedules like any other.
+func checkAbandonIgnoresExpiry(h *harness) {
+	r, lease := h.insertClaimed()
+	late := at(time.Hour)
+	h.clock.Set(late)
+	res := h.abandon(r.ID, lease.Token, abandonParams(lease.CheckpointSeq, late))
+	eq(h, res, ports.AbandonRescheduled, "abandon long after the TTL")
+	info := h.inspect(r.ID)
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim after abandoning an expired claim")
+	h.eqTime(info.WakeAt, late.Add(30*time.Second), "wake after abandoning an expired claim (retry_at)")
+	eq(h, info.ClaimAttempts, 0, "attempts after abandoning an expired claim")
+	eq(h, info.ClaimAbandons, 1, "abandons after abandoning an expired claim")
+	h.sameRun(info.Run, r, "document after abandoning an expired claim")
+	h.claimNothing(request(late), "ClaimDue before retry_at")
+}
+
 func checkAbandonPoison(h *harness) {
 	const max = 3
 	r := h.insert(ports.Tenantless())

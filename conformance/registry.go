@@ -316,6 +316,9 @@ var registry = []Invariant{
 	{ID: "ABANDON-006", Area: AreaAbandon, Behaviour: "abandon_races_steal_to_one_effect", Spec: []int{48},
 		Summary: "an abandon racing a steal has exactly one effect",
 		Source:  "spec §6.9", check: checkAbandonVersusSteal},
+	{ID: "ABANDON-007", Area: AreaAbandon, Behaviour: "abandon_ignores_expiry", Spec: nil,
+		Summary: "an expired but unstolen token still abandons: the run is rescheduled at retry_at with the attempt refunded",
+		Source:  "seed run store: a token remains valid after its TTL until another claimant replaces it; spec §6.9", check: checkAbandonIgnoresExpiry},
 
 	// POISON.
 	{ID: "POISON-001", Area: AreaPoison, Behaviour: "recovery_clears_poison", Spec: []int{49},
