@@ -127,6 +127,24 @@ func checkReleaseKeepsAttempt(h *harness) {
 	h.expect(len(batch.Leases) == 0 && len(batch.Poisoned) == 1, "released attempts count toward the ceiling: got %s", describeBatch(batch))
 }
 
+// checkReleaseIgnoresExpiry releases a claim long past its TTL, by the
+// caller's clock and the store's, that no claimer has stolen: the token is
+// still the run's authority, so the release frees the run like any other.
+func checkReleaseIgnoresExpiry(h *harness) {
+	r, lease := h.insertClaimed()
+	late := at(time.Hour)
+	h.clock.Set(late)
+	h.release(r.ID, lease.Token, late)
+	info := h.inspect(r.ID)
+	h.eqTime(info.ClaimedAt, time.Time{}, "claim after releasing an expired claim")
+	h.eqTime(info.WakeAt, late, "wake after releasing an expired claim")
+	eq(h, info.ClaimAttempts, 1, "attempts after releasing an expired claim")
+	h.sameRun(info.Run, r, "document after releasing an expired claim")
+	h.errIs(h.refresh(r.ID, lease.Token, late), ports.ErrClaimLost, "the released token is dead")
+	next := h.claimOneWith(readyOnly(late), r.ID)
+	eq(h, next.Attempt, 2, "attempt of the claim after the release")
+}
+
 // checkReleaseVersusSteal races a holder's release with a steal of its
 // expired claim. A claimer that leases the run (stolen, or ready at the
 // release's wake) keeps it: the old token's release never takes the claim

@@ -296,6 +296,9 @@ var registry = []Invariant{
 	{ID: "RELEASE-005", Area: AreaRelease, Behaviour: "release_racing_a_steal_never_frees_the_new_claim", Spec: nil,
 		Summary: "a holder's release racing a steal of its expired claim never frees the claim of a claimer that leased the run (stolen, or ready at the release's wake)",
 		Source:  "seed run store: only the freshly stored token can refresh, release, abandon, or satisfy the commit fence", check: checkReleaseVersusSteal},
+	{ID: "RELEASE-006", Area: AreaRelease, Behaviour: "release_ignores_expiry", Spec: nil,
+		Summary: "an expired but unstolen token still releases: the claim is cleared with a wake at now and the next claim leases the run as a ready run",
+		Source:  "seed run store: a token remains valid after its TTL until another claimant replaces it; spec §6.8", check: checkReleaseIgnoresExpiry},
 
 	// ABANDON.
 	{ID: "ABANDON-001", Area: AreaAbandon, Behaviour: "hand_back_refunds_the_attempt", Spec: []int{43},
