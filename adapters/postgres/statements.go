@@ -387,20 +387,12 @@ sampled AS MATERIALIZED (
         CROSS JOIN LATERAL (
             (SELECT 1
              FROM {schema}.docket_runs AS q
-             WHERE q.scope_key = s.scope_key
-               AND q.status = 'running' AND q.poisoned_at IS NULL
-               AND q.tenant_admitted_at IS NULL
-               AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-               AND q.wake_at <= {now}
+             ` + scopeDueReady("q", false) + `
              LIMIT 1)
             UNION ALL
             (SELECT 1
              FROM {schema}.docket_runs AS a
-             WHERE a.scope_key = s.scope_key
-               AND a.status = 'running' AND a.poisoned_at IS NULL
-               AND a.tenant_admitted_at IS NOT NULL
-               AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-               AND a.wake_at <= {now}
+             ` + scopeDueReady("a", true) + `
              LIMIT 1)
             LIMIT 1
         ) AS due
@@ -480,6 +472,24 @@ ready AS MATERIALIZED (
 // reads anyway.
 const windowedDueScanSlack = "64"
 
+// scopeDueReady is the WHERE clause of a probe or a page of the sampled
+// scope s.scope_key: its due ready runs, as alias, that are admitted or
+// queued. Each form matches one partial index
+// (docket_runs_scope_admitted_ready_index,
+// docket_runs_scope_queued_ready_index), so the probe and the page that
+// both use it read the same index.
+func scopeDueReady(alias string, admitted bool) string {
+	marker := "IS NULL"
+	if admitted {
+		marker = "IS NOT NULL"
+	}
+	return "WHERE " + alias + ".scope_key = s.scope_key" +
+		" AND " + alias + ".status = 'running' AND " + alias + ".poisoned_at IS NULL" +
+		" AND " + alias + ".tenant_admitted_at " + marker +
+		" AND " + alias + ".claim_token IS NULL AND " + alias + ".wake_at IS NOT NULL" +
+		" AND " + alias + ".wake_at <= {now}"
+}
+
 // windowedPage is a sampled scope's page (s.scope_key) for the
 // tenant-fair claim: its first limit due ready runs, admitted before
 // queued, each by (wake_at, id), ranked in that order as scope_rank.
@@ -489,21 +499,13 @@ func windowedPage(limit string) string {
                row_number() OVER (ORDER BY u.admitted DESC, u.wake_at, u.id) AS scope_rank
         FROM ((SELECT a.id, a.wake_at, true AS admitted
                FROM {schema}.docket_runs AS a
-               WHERE a.scope_key = s.scope_key
-                 AND a.status = 'running' AND a.poisoned_at IS NULL
-                 AND a.tenant_admitted_at IS NOT NULL
-                 AND a.claim_token IS NULL AND a.wake_at IS NOT NULL
-                 AND a.wake_at <= {now}
+               ` + scopeDueReady("a", true) + `
                ORDER BY a.wake_at, a.id
                LIMIT ` + limit + `)
               UNION ALL
               (SELECT q.id, q.wake_at, false AS admitted
                FROM {schema}.docket_runs AS q
-               WHERE q.scope_key = s.scope_key
-                 AND q.status = 'running' AND q.poisoned_at IS NULL
-                 AND q.tenant_admitted_at IS NULL
-                 AND q.claim_token IS NULL AND q.wake_at IS NOT NULL
-                 AND q.wake_at <= {now}
+               ` + scopeDueReady("q", false) + `
                ORDER BY q.wake_at, q.id
                LIMIT ` + limit + `)) AS u
         ORDER BY scope_rank
