@@ -130,7 +130,7 @@ func TestDurableScenariosCompleteThroughTheDispatcher(t *testing.T) {
 			r := saveAndStart(t, e.Client, build(t, cycleCounter()), nil)
 			done := await(t, e.Client, r.ID)
 			assert.Equal(t, run.StatusDone, done.Status)
-			assert.Equal(t, 10.0, done.Channels["state:count"].Value)
+			assert.Equal(t, 10.0, done.Channels.Value("state:count"))
 			requireHistory(t, done, allEvents(t, e.Client, r.ID))
 		})
 
@@ -170,7 +170,7 @@ func TestDurableScenariosCompleteThroughTheDispatcher(t *testing.T) {
 			assert.Equal(t, waiting.CheckpointSeq+1, resolved.CheckpointSeq)
 			done := await(t, e.Client, r.ID)
 			assert.Equal(t, run.StatusDone, done.Status)
-			assert.Equal(t, "approved", done.Channels["state:applied"].Value)
+			assert.Equal(t, "approved", done.Channels.Value("state:applied"))
 			requireHistory(t, done, allEvents(t, e.Client, r.ID))
 		})
 	})
@@ -208,7 +208,7 @@ func TestInterruptResolvedFromAnotherEngineInstance(t *testing.T) {
 		}
 		done := await(t, worker.Client, r.ID)
 		assert.Equal(t, run.StatusDone, done.Status)
-		assert.Equal(t, "approved", done.Channels["state:applied"].Value)
+		assert.Equal(t, "approved", done.Channels.Value("state:applied"))
 
 		_, err = api.ResolveInterrupt(ctx, r.ID, "interrupt_missing", "x")
 		assert.ErrorIs(t, err, engine.ErrInactiveRun, "a terminal run is checked before the interrupt id")

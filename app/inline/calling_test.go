@@ -67,7 +67,7 @@ func TestOnCallingGoroutineEndsAnAttemptsContextAtItsDeadline(t *testing.T) {
 	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
 	retriedOnce(t, r, cps, err, "timeout")
 	assert.Equal(t, context.DeadlineExceeded, cause.Load())
-	assert.Equal(t, "v", r.Channels["state:b"].Value, "the result returned after the deadline was dropped")
+	assert.Equal(t, "v", r.Channels.Value("state:b"), "the result returned after the deadline was dropped")
 }
 
 func TestOnCallingGoroutineTimesOutANodeThatIgnoresItsContextOnceItReturns(t *testing.T) {
@@ -81,7 +81,7 @@ func TestOnCallingGoroutineTimesOutANodeThatIgnoresItsContextOnceItReturns(t *te
 	r, cps, err := inline.RunInline(context.Background(), g, nil, calling(reg)...)
 	retriedOnce(t, r, cps, err, "timeout")
 	assert.True(t, returned.Load())
-	assert.Equal(t, "v", r.Channels["state:b"].Value, "the late result never reached the run")
+	assert.Equal(t, "v", r.Channels.Value("state:b"), "the late result never reached the run")
 }
 
 func TestOnCallingGoroutineAbandonsTheSuperstepWhenTheCallerCancels(t *testing.T) {

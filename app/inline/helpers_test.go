@@ -238,7 +238,7 @@ func requireWellFormed(t *testing.T, cps []run.Checkpoint) {
 }
 
 func fieldValue(r *run.Run, field string) (any, bool) {
-	c, ok := r.Channels[graph.StatePrefix+field]
+	c, ok := r.Channels.Get(graph.StatePrefix + field)
 	return c.Value, ok
 }
 

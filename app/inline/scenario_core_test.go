@@ -37,8 +37,8 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 		requireWellFormed(t, cps)
 		assert.Equal(t, run.StatusRunning, cps[0].Run.Status, "initialization commits before any node runs")
 		assert.Equal(t, run.EventRunInitialized, cps[0].Events[0].Type)
-		assert.Equal(t, "hello", r.Channels["input:value"].Value)
-		assert.Equal(t, int64(1), r.Channels["input:value"].Version)
+		assert.Equal(t, "hello", r.Channels.Value("input:value"))
+		assert.Equal(t, int64(1), r.Channels.Version("input:value"))
 		assert.False(t, cps[2].Run.FinishedAt.IsZero())
 	})
 
@@ -193,7 +193,7 @@ func scenariosCore(t *testing.T, newKit func(*testing.T) *kit) {
 		k := newKit(t)
 		r, _, err := inline.RunInline(ctx, build(t, isolation()), nil, k.options(inline.WithMaxSteps(1))...)
 		require.NoError(t, err)
-		assert.Equal(t, int64(1), r.Channels["state:x"].Version)
+		assert.Equal(t, int64(1), r.Channels.Version("state:x"))
 		assert.Contains(t, r.ChangedChannels, "state:x")
 	})
 

@@ -104,7 +104,7 @@ func scenariosReducersTimeoutsResume(t *testing.T, newKit func(*testing.T) *kit)
 			Edge("edge_writer_finish", "writer", graph.Finish)), nil, k.options()...)
 		require.NoError(t, err)
 		assertFailedWith(t, r, "node_failed")
-		assert.NotContains(t, r.Channels, "state:messages", "an invalid append item creates no channel")
+		assert.False(t, r.Channels.Has("state:messages"), "an invalid append item creates no channel")
 
 		g := build(t, graph.New("append-interrupt").
 			State("answers", strings, graph.Reducer(reducer.Append, nil)).
@@ -118,7 +118,7 @@ func scenariosReducersTimeoutsResume(t *testing.T, newKit func(*testing.T) *kit)
 		require.NoError(t, err)
 		assert.Equal(t, run.StatusDone, done.Status)
 		assert.Equal(t, map[string]any{"applied": []any{"yes"}}, done.Output)
-		assert.Equal(t, []any{"yes"}, done.Channels["state:answers"].Value, "the resolution folds through append")
+		assert.Equal(t, []any{"yes"}, done.Channels.Value("state:answers"), "the resolution folds through append")
 	})
 
 	blocking := func(policies ...graph.RecordOption) *graph.Graph {

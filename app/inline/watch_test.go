@@ -99,7 +99,7 @@ func TestWatchdogTimesOutANodeThatIgnoresItsContextAndDropsItsLateResult(t *test
 	close(release)
 	<-returned
 	retriedOnce(t, r, cps, err, "timeout")
-	assert.Equal(t, "v", r.Channels["state:b"].Value, "the late result never reached the run")
+	assert.Equal(t, "v", r.Channels.Value("state:b"), "the late result never reached the run")
 }
 
 func TestWatchdogSettlesANodeThatCallsGoexitAndTheRunGoesOn(t *testing.T) {
@@ -259,7 +259,7 @@ func TestANodeWritingToItsOwnedViewChangesNeitherTheRunNorItsRetry(t *testing.T)
 	assert.Equal(t, seenVersions[0], seenVersions[1])
 	assert.Equal(t, int64(1), seenVersions[1]["a"])
 	assert.Equal(t, "v", seen[1]["a"])
-	assert.Equal(t, "v", r.Channels["state:a"].Value)
+	assert.Equal(t, "v", r.Channels.Value("state:a"))
 	park := findCheckpoints(cps, run.CheckpointRetryScheduled)[0].Run
 	for _, task := range park.ActiveTasks {
 		assert.Equal(t, map[string]any{"a": "v"}, task.Snapshot)
@@ -281,7 +281,7 @@ func TestAResultReturnedAfterTheDeadlineIsDroppedHoweverLateTheWatchdogWakes(t *
 		for _, opts := range [][]inline.Option{options(reg), calling(reg)} {
 			r, cps, err := inline.RunInline(context.Background(), g, nil, opts...)
 			retriedOnce(t, r, cps, err, "timeout")
-			assert.Equal(t, "v", r.Channels["state:b"].Value)
+			assert.Equal(t, "v", r.Channels.Value("state:b"))
 		}
 	}
 }

@@ -63,11 +63,11 @@ func longSession(steps int) *run.Run {
 	r := &run.Run{ID: "run_0123456789abcdef", GraphID: "agent", GraphHash: "9417b435aa", Status: run.StatusRunning,
 		Input: map[string]any{}, StartedAt: at, UpdatedAt: at, Step: steps,
 		CheckpointSeq: int64(steps + steps/10 + 1), EventSeq: int64(steps*5 + 3),
-		Channels: map[string]run.Channel{
+		Channels: run.ChannelsOf(map[string]run.Channel{
 			"state:turn":   {Value: int64(steps), Version: int64(steps)},
 			"state:answer": {Value: "ok", Version: int64(steps / 10)},
 			"edge:loop":    {Value: true, Version: int64(steps)},
-		},
+		}),
 		ChangedChannels: []string{"edge:loop", "state:turn"},
 		Interrupts:      map[string]run.Interrupt{},
 		Metadata:        map[string]any{},
@@ -200,15 +200,15 @@ func chainRun() *run.Run {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	r := &run.Run{ID: "run_0123456789abcdef", GraphID: "bench-chain10", GraphHash: "9417b435aa", Status: run.StatusRunning,
 		Input: map[string]any{"in": "x"}, StartedAt: at, UpdatedAt: at, Step: 5, CheckpointSeq: 6, EventSeq: 23,
-		Channels:        map[string]run.Channel{"input:in": {Value: "x", Version: 1}},
+		Channels:        run.Channels{{ID: "input:in", Value: "x", Version: 1}},
 		ChangedChannels: []string{"edge:e_n05", "state:n04"},
 		PendingNodes:    []string{"n05"},
 		Metadata:        map[string]any{},
 	}
 	for i := range 10 {
 		id := "n0" + strconv.Itoa(i)
-		r.Channels["state:"+id] = run.Channel{Value: "v", Version: 1}
-		r.Channels["edge:e_"+id] = run.Channel{Value: true, Version: 1}
+		r.Channels.Set(run.Channel{ID: "state:" + id, Value: "v", Version: 1})
+		r.Channels.Set(run.Channel{ID: "edge:e_" + id, Value: true, Version: 1})
 	}
 	return r
 }

@@ -19,7 +19,12 @@ func (r *Run) Clone() *Run {
 	out.Input = cloneMap(r.Input)
 	out.Output = cloneMap(r.Output)
 	out.Failure = r.Failure.clone()
-	out.Channels = cloneEach(r.Channels, Channel.clone)
+	if r.Channels != nil {
+		out.Channels = make(Channels, len(r.Channels))
+		for i, c := range r.Channels {
+			out.Channels[i] = c.clone()
+		}
+	}
 	out.BarrierSeen = cloneEach(r.BarrierSeen, slices.Clone)
 	out.ChangedChannels = slices.Clone(r.ChangedChannels)
 	out.PendingNodes = slices.Clone(r.PendingNodes)

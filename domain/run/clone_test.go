@@ -13,7 +13,7 @@ func richRun() *Run {
 	r.Interrupts = w.Interrupts
 	r.PendingNodes = w.PendingNodes
 	r.Input["list"] = []any{int64(1), map[string]any{"k": "v"}}
-	r.Channels["state:items"] = Channel{Value: []any{"a", map[string]any{"n": 1.5}}, Version: 2}
+	r.Channels.Set(Channel{ID: "state:items", Value: []any{"a", map[string]any{"n": 1.5}}, Version: 2})
 	r.Metadata["tags"] = []any{"x"}
 	return r
 }
@@ -40,11 +40,11 @@ func TestCloneSharesNoMutableState(t *testing.T) {
 	c.Input["list"].([]any)[1].(map[string]any)["k"] = "changed"
 	c.Failure.Details["d"].([]any)[0] = "changed"
 	c.Failure.Code = "changed"
-	ch := c.Channels["state:items"]
+	ch, _ := c.Channels.Get("state:items")
 	ch.Value.([]any)[1].(map[string]any)["n"] = 9.0
 	c.BarrierSeen["edge:fast_slow_bar"][0] = "changed"
 	c.BarrierSeen["new"] = []string{"x"}
-	c.Channels["new"] = Channel{}
+	c.Channels.Set(Channel{ID: "new"})
 	c.ChangedChannels[0] = "changed"
 	c.PendingNodes[0] = "changed"
 	task := c.ActiveTasks["r:0:slow"]

@@ -294,13 +294,43 @@ func (w *writer) channels(r *Run) {
 		return
 	}
 	w.b = append(w.b, '{')
-	keys, mark := sortedKeys(w, r.Channels)
-	for i, k := range keys {
-		w.key(i == 0, k)
-		w.channel(r.Channels[k], r.BarrierSeen[k])
+	if !byteOrderIsCanonical(r.Channels) {
+		keys, mark := sortedKeys(w, r.Channels.Map())
+		for i, k := range keys {
+			c, _ := r.Channels.Get(k)
+			w.key(i == 0, k)
+			w.channel(c, r.BarrierSeen[k])
+		}
+		w.popKeys(mark)
+		w.b = append(w.b, '}')
+		return
 	}
-	w.popKeys(mark)
+	// The list is in ID order already: nothing to sort.
+	for i := range r.Channels {
+		c := &r.Channels[i]
+		w.key(i == 0, c.ID)
+		var seen []string
+		if r.BarrierSeen != nil {
+			seen = r.BarrierSeen[c.ID]
+		}
+		w.channel(*c, seen)
+	}
 	w.b = append(w.b, '}')
+}
+
+// byteOrderIsCanonical reports whether the channels' byte order is the
+// canonical (UTF-16) order of their IDs: it is unless an ID holds a
+// character from U+E000 up (see appendCanonicalKeys).
+func byteOrderIsCanonical(cs Channels) bool {
+	for i := range cs {
+		id := cs[i].ID
+		for j := 0; j < len(id); j++ {
+			if id[j] >= 0xEE {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // channel leaves out a nil barrier set and a nil value: most channels
@@ -922,19 +952,48 @@ func (d *reader) run() *Run {
 	return r
 }
 
-// channels reads the run's channels, taking their barrier sets apart.
-func (d *reader) channels(p docPath, k string) (map[string]Channel, map[string][]string) {
+// channels reads the run's channels, taking their barrier sets apart. A
+// document keeps them in canonical key order, a jsonb column in its own:
+// the list is sorted by ID when it is not already.
+func (d *reader) channels(p docPath, k string) (Channels, map[string][]string) {
+	if d.s.Null() {
+		return nil, nil
+	}
+	n := room[Channel](d, d.s.Len(), 0)
+	if !d.s.Object() {
+		d.mismatch(p.at(k), "want an object or null")
+		return nil, nil
+	}
 	var barrierSeen map[string][]string
-	channels := each(d, p, k, func(path docPath) Channel {
-		c, seen := d.channel(path)
+	channels := make(Channels, 0, n)
+	base := p.at(k) // no allocation for the run's own keys
+	d.level++
+	defer func() { d.level-- }()
+	for d.ok() {
+		key, more := d.s.Key()
+		if !more {
+			break
+		}
+		id := string(key)
+		c, seen := d.channel(docPath{base: base, entry: id, kind: entryPath})
+		c.ID = id
+		channels = append(channels, c)
 		if seen != nil {
 			if barrierSeen == nil {
 				barrierSeen = make(map[string][]string)
 			}
-			barrierSeen[path.entry] = seen
+			barrierSeen[id] = seen
 		}
-		return c
-	})
+	}
+	if !channels.sorted() {
+		slices.SortStableFunc(channels, compareChannels)
+		for i := 1; i < len(channels); i++ {
+			if channels[i-1].ID == channels[i].ID {
+				d.failf(base, "duplicate key %q", channels[i].ID)
+				break
+			}
+		}
+	}
 	return channels, barrierSeen
 }
 

@@ -26,10 +26,10 @@ func codecFixtures() map[string]*Run {
 	withNils.ChangedChannels, withNils.PendingNodes = nil, nil
 	withNils.ActiveTasks, withNils.PendingWrites, withNils.Interrupts, withNils.Timers = nil, nil, nil, nil
 	numbers := runningRun()
-	numbers.Channels["state:n"] = Channel{Value: map[string]any{"int": int64(1), "float": 1.0, "big": int64(1) << 62, "tiny": 1e-7, "huge": 1e300, "neg": -2.5}, Version: 3}
+	numbers.Channels.Set(Channel{ID: "state:n", Value: map[string]any{"int": int64(1), "float": 1.0, "big": int64(1) << 62, "tiny": 1e-7, "huge": 1e300, "neg": -2.5}, Version: 3})
 	unicode := runningRun()
-	unicode.Channels["state:\uffee"] = Channel{Value: "\u2028 \x01 \"q\" 😀", Version: 1}
-	unicode.Channels["state:😀"] = Channel{Value: "emoji", Version: 1}
+	unicode.Channels.Set(Channel{ID: "state:\uffee", Value: "\u2028 \x01 \"q\" 😀", Version: 1})
+	unicode.Channels.Set(Channel{ID: "state:😀", Value: "emoji", Version: 1})
 	unicode.Metadata = map[string]any{"é": "accent", "ascii": "plain"}
 	return map[string]*Run{
 		"running": runningRun(), "retry park": park, "waiting": waitingRun(), "done": doneRun(),
@@ -183,12 +183,12 @@ func TestValidatedEncodersRefuseAValueThatIsNotPortable(t *testing.T) {
 func TestChannelsLeaveOutAbsentBarriersAndValues(t *testing.T) {
 	t.Parallel()
 	r := runningRun()
-	r.Channels = map[string]Channel{
+	r.Channels = ChannelsOf(map[string]Channel{
 		"edge:e":  {Version: 1},
 		"state:s": {Value: "v", Version: 2},
 		"join:j":  {Version: 0},
 		"join:k":  {Value: int64(1), Version: 3},
-	}
+	})
 	r.BarrierSeen = map[string][]string{"join:j": {}, "join:k": {"a"}}
 	r.ChangedChannels = []string{"state:s"}
 	b, err := Encode(r)
@@ -213,6 +213,39 @@ func TestChannelsLeaveOutAbsentBarriersAndValues(t *testing.T) {
 		_, err := Decode([]byte(bad))
 		assert.ErrorIs(t, err, ErrCorruptRun, name)
 	}
+}
+
+// A document need not list its channels in ID order (one written by hand,
+// or kept by a store that orders keys its own way): they read back sorted,
+// and a channel listed twice is corrupt.
+func TestDecodeSortsChannelsAndRejectsRepeats(t *testing.T) {
+	t.Parallel()
+	r := runningRun()
+	r.Channels = ChannelsOf(map[string]Channel{
+		"edge:e":  {Version: 1},
+		"input:i": {Value: "x", Version: 1},
+		"state:s": {Value: "v", Version: 2},
+	})
+	r.BarrierSeen = nil
+	r.ChangedChannels = []string{"state:s"}
+	b, err := Encode(r)
+	require.NoError(t, err)
+	doc := string(b)
+	inOrder := `"channels":{"edge:e":{"version":1},"input:i":{"value":"x","version":1},"state:s":{"value":"v","version":2}}`
+	require.Contains(t, doc, inOrder)
+
+	shuffled := strings.Replace(doc, inOrder,
+		`"channels":{"state:s":{"value":"v","version":2},"edge:e":{"version":1},"input:i":{"value":"x","version":1}}`, 1)
+	got, err := Decode([]byte(shuffled))
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
+	require.NoError(t, got.Validate())
+
+	repeated := strings.Replace(doc, inOrder,
+		`"channels":{"state:s":{"value":"v","version":2},"edge:e":{"version":1},"state:s":{"value":"w","version":3}}`, 1)
+	_, err = Decode([]byte(repeated))
+	assert.ErrorIs(t, err, ErrCorruptRun)
+	assert.ErrorContains(t, err, `duplicate key "state:s"`)
 }
 
 func TestDecodeRejectsCorruptDocuments(t *testing.T) {
@@ -374,10 +407,10 @@ func benchRun() *Run {
 			v = []any{"a", int64(i), map[string]any{"nested": true, "n": 1.5}}
 		}
 		snapshot[key] = v
-		r.Channels["state:"+key] = Channel{Value: v, Version: int64(i + 1)}
+		r.Channels.Set(Channel{ID: "state:" + key, Value: v, Version: int64(i + 1)})
 	}
 	for i := range 10 {
-		r.Channels[fmt.Sprintf("edge:e%02d", i)] = Channel{Value: i%2 == 0, Version: int64(i)}
+		r.Channels.Set(Channel{ID: fmt.Sprintf("edge:e%02d", i), Value: i%2 == 0, Version: int64(i)})
 	}
 	r.Interrupts = map[string]Interrupt{}
 	for i := range 8 {
@@ -457,7 +490,7 @@ func BenchmarkDecodeSmall(b *testing.B) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	r := &Run{ID: "run_0123456789abcdef", GraphID: "bench-one-step", GraphHash: "9417b435aa", Status: StatusRunning,
 		Input: map[string]any{"in": "x"}, StartedAt: now, UpdatedAt: now, CheckpointSeq: 1, EventSeq: 4,
-		Channels:        map[string]Channel{"input:in": {Value: "x", Version: 1}, "edge:e_n00": {Value: true, Version: 1}},
+		Channels:        ChannelsOf(map[string]Channel{"input:in": {Value: "x", Version: 1}, "edge:e_n00": {Value: true, Version: 1}}),
 		ChangedChannels: []string{"edge:e_n00", "input:in"}, Metadata: map[string]any{}}
 	benchmarkDecode(b, r)
 }
@@ -473,9 +506,8 @@ func TestValuesAsDeepAsPortableRoundTrip(t *testing.T) {
 	require.NoError(t, value.Check(map[string]any{"k": deep}))
 	r, _ := retryParkPair()
 	require.NotEmpty(t, r.ActiveTasks)
-	for id, c := range r.Channels {
-		c.Value = deep
-		r.Channels[id] = c
+	for i := range r.Channels {
+		r.Channels[i].Value = deep
 	}
 	for id, task := range r.ActiveTasks {
 		task.Snapshot = map[string]any{"k": deep}

@@ -43,11 +43,11 @@ func runningRun() *Run {
 		Input:     map[string]any{"value": "hello"},
 		StartedAt: t0,
 		UpdatedAt: t0,
-		Channels: map[string]Channel{
+		Channels: ChannelsOf(map[string]Channel{
 			"input:value":        {Value: "hello", Version: 1},
 			"edge:start_fast":    {Value: true, Version: 1},
 			"edge:fast_slow_bar": {Value: nil, Version: 0},
-		},
+		}),
 		BarrierSeen:     map[string][]string{"edge:fast_slow_bar": {"fast"}},
 		ChangedChannels: []string{"edge:start_fast", "input:value"},
 		PendingNodes:    []string{},

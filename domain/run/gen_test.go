@@ -127,13 +127,14 @@ func genRun(t *rapid.T) *Run {
 		}
 	}
 	if !rapid.Bool().Draw(t, "nil channels") {
-		r.Channels = map[string]Channel{}
+		r.Channels = Channels{}
 		for range rapid.IntRange(0, 4).Draw(t, "channels") {
 			id := genIDKey().Draw(t, "channel id")
-			r.Channels[id] = Channel{
+			r.Channels.Set(Channel{
+				ID:      id,
 				Value:   genValue(t, 2),
 				Version: rapid.Int64Range(0, 1000).Draw(t, "version"),
-			}
+			})
 			if seen := genSet(t, "barrier_seen"); seen != nil {
 				if r.BarrierSeen == nil {
 					r.BarrierSeen = map[string][]string{}

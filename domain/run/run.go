@@ -45,7 +45,7 @@ type Run struct {
 	UpdatedAt       time.Time
 	FinishedAt      time.Time // non-zero iff terminal
 	Step            int       // number of committed barriers
-	Channels        map[string]Channel
+	Channels        Channels
 	BarrierSeen     map[string][]string // by barrier channel ID (also a key of Channels): sorted sources seen since it last fired
 	ChangedChannels []string            // sorted set: what the last init/barrier/resolution changed
 	PendingNodes    []string            // sorted set: nodes with an open or resolved-but-not-rerun interrupt
@@ -56,15 +56,6 @@ type Run struct {
 	CheckpointSeq   int64
 	EventSeq        int64
 	Metadata        map[string]any
-}
-
-// Channel is the committed state of one runtime channel. A value channel that
-// was never written is absent from Run.Channels. A barrier channel's seen
-// sources are kept beside the map, in Run.BarrierSeen, so the map that
-// every barrier copies stays narrow.
-type Channel struct {
-	Value   any
-	Version int64
 }
 
 // Failure explains a failed run. Code and Message are non-empty.

@@ -162,20 +162,25 @@ func (v *validator) top(r *Run) {
 }
 
 func (v *validator) channels(r *Run) {
-	inOrder(v, r.Channels, func(id string, c Channel) {
+	for i := range r.Channels {
+		c := &r.Channels[i]
+		id := c.ID
 		if id == "" {
 			v.addf("a channel has an empty ID")
 		}
 		v.text("channel id", id)
+		if i > 0 && r.Channels[i-1].ID >= id {
+			v.addf("channel %q is out of order or repeated: channels must be sorted by ID, each once", id)
+		}
 		if c.Version < 0 {
 			v.addf("channel %q has negative version %d", id, c.Version)
 		}
 		if err := value.Check(c.Value); err != nil {
 			v.addf("channel %q value: %v", id, err)
 		}
-	})
+	}
 	inOrder(v, r.BarrierSeen, func(id string, seen []string) {
-		if _, ok := r.Channels[id]; !ok {
+		if !r.Channels.Has(id) {
 			v.addf("barrier_seen of channel %q, which the run does not hold", id)
 		}
 		if !isSortedSet(seen) {

@@ -54,10 +54,16 @@ func TestValidateCatchesEachViolation(t *testing.T) {
 		{"timestamp beyond year 9999", runningRun, func(r *Run) { r.StartedAt = t0.AddDate(8000, 0, 0) }, "started_at is not a UTC timestamp"},
 		{"unsorted changed channels", runningRun, func(r *Run) { r.ChangedChannels = []string{"b", "a"} }, "changed_channels is not a sorted set"},
 		{"duplicate pending node", runningRun, func(r *Run) { r.PendingNodes = []string{"a", "a"} }, "pending_nodes is not a sorted set"},
-		{"negative channel version", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: "x", Version: -1} }, `channel "input:value" has negative version -1`},
-		{"non-portable channel value", runningRun, func(r *Run) { r.Channels["input:value"] = Channel{Value: 3, Version: 1} }, `channel "input:value" value: non-portable`},
+		{"negative channel version", runningRun, func(r *Run) { r.Channels.Set(Channel{ID: "input:value", Value: "x", Version: -1}) }, `channel "input:value" has negative version -1`},
+		{"non-portable channel value", runningRun, func(r *Run) { r.Channels.Set(Channel{ID: "input:value", Value: 3, Version: 1}) }, `channel "input:value" value: non-portable`},
+		{"unsorted channels", runningRun, func(r *Run) {
+			r.Channels = Channels{{ID: "state:b", Version: 1}, {ID: "state:a", Version: 1}}
+		}, `channel "state:a" is out of order or repeated`},
+		{"repeated channel", runningRun, func(r *Run) {
+			r.Channels = Channels{{ID: "state:a", Version: 1}, {ID: "state:a", Version: 2}}
+		}, `channel "state:a" is out of order or repeated`},
 		{"unsorted barrier_seen", runningRun, func(r *Run) {
-			r.Channels["b"] = Channel{}
+			r.Channels.Set(Channel{ID: "b"})
 			r.BarrierSeen = map[string][]string{"b": {"z", "a"}}
 		}, `channel "b" barrier_seen is not a sorted set`},
 		{"barrier_seen of no channel", runningRun, func(r *Run) { r.BarrierSeen = map[string][]string{"b": {"a"}} }, `barrier_seen of channel "b", which the run does not hold`},
@@ -192,7 +198,7 @@ func TestValidateRefusesTextThatIsNotUTF8(t *testing.T) {
 		"failure node":    func(r *Run) { r.Failure.NodeID = "a\xff" },
 		"changed channel": func(r *Run) { r.ChangedChannels = []string{"state:\xff"} },
 		"pending node":    func(r *Run) { r.PendingNodes = []string{"\xff"} },
-		"channel id":      func(r *Run) { r.Channels["state:\xff"] = Channel{Value: "v", Version: 1} },
+		"channel id":      func(r *Run) { r.Channels.Set(Channel{ID: "state:\xff", Value: "v", Version: 1}) },
 		"barrier source":  func(r *Run) { r.BarrierSeen["edge:fast_slow_bar"] = []string{"\xff"} },
 		"graph id":        func(r *Run) { r.GraphID = "g\xff" },
 	} {
@@ -232,7 +238,7 @@ func TestValidateReportsProblemsInKeyOrder(t *testing.T) {
 	t.Parallel()
 	r, _ := retryParkPair()
 	for _, id := range []string{"c", "a", "d", "b"} {
-		r.Channels["state:"+id] = Channel{Value: "v", Version: -1}
+		r.Channels.Set(Channel{ID: "state:" + id, Value: "v", Version: -1})
 		r.BarrierSeen["state:"+id] = []string{"z", "y"}
 	}
 	for id, task := range r.ActiveTasks {

@@ -27,7 +27,7 @@ type Versions struct {
 type versionSource struct {
 	fixed    map[string]int64
 	keys     []VersionKey // sorted by PublicID
-	channels map[string]Channel
+	channels Channels
 }
 
 // VersionKey names one declared field: its public ID and the channel that
@@ -45,7 +45,7 @@ func VersionsOf(m map[string]int64) Versions {
 // ChannelVersions returns the versions of keys (sorted by PublicID, no
 // repeats) as channels holds them. Neither may change afterwards: a
 // committed run's channels never do.
-func ChannelVersions(keys []VersionKey, channels map[string]Channel) Versions {
+func ChannelVersions(keys []VersionKey, channels Channels) Versions {
 	return Versions{src: &versionSource{keys: keys, channels: channels}}
 }
 
@@ -88,7 +88,7 @@ func (v Versions) All() iter.Seq2[string, int64] {
 			return
 		}
 		for _, k := range s.keys {
-			if !yield(k.PublicID, s.channels[k.ChannelID].Version) {
+			if !yield(k.PublicID, s.channels.Version(k.ChannelID)) {
 				return
 			}
 		}
@@ -106,7 +106,7 @@ func (v Versions) Map() map[string]int64 {
 	}
 	m := make(map[string]int64, len(s.keys))
 	for _, k := range s.keys {
-		m[k.PublicID] = s.channels[k.ChannelID].Version
+		m[k.PublicID] = s.channels.Version(k.ChannelID)
 	}
 	return m
 }
@@ -138,7 +138,7 @@ func (s *versionSource) lookup(id string) (int64, bool) {
 	if !found {
 		return 0, false
 	}
-	return s.channels[s.keys[i].ChannelID].Version, true
+	return s.channels.Version(s.keys[i].ChannelID), true
 }
 
 // MarshalJSON writes the versions as a JSON object.

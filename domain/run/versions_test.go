@@ -20,14 +20,14 @@ func TestChannelVersionsReadAsTheirMap(t *testing.T) {
 		ids := rapid.SliceOfDistinct(rapid.StringMatching(`[a-z]{1,4}`), rapid.ID[string]).Draw(t, "ids")
 		slices.Sort(ids)
 		keys := make([]VersionKey, len(ids))
-		channels := map[string]Channel{"edge:E": {Value: true, Version: 7}}
+		channels := Channels{{ID: "edge:E", Value: true, Version: 7}}
 		want := make(map[string]int64, len(ids))
 		for i, id := range ids {
 			keys[i] = VersionKey{PublicID: id, ChannelID: "state:" + id}
 			want[id] = 0
 			if rapid.Bool().Draw(t, "written "+id) {
 				v := rapid.Int64Range(1, 1<<40).Draw(t, "version "+id)
-				channels["state:"+id] = Channel{Value: "x", Version: v}
+				channels.Set(Channel{ID: "state:" + id, Value: "x", Version: v})
 				want[id] = v
 			}
 		}
@@ -74,7 +74,7 @@ func TestVersionsEqualNeedsTheSameKeys(t *testing.T) {
 	assert.False(t, a.Equal(VersionsOf(map[string]int64{"a": 2, "b": 0})))
 	assert.True(t, a.Equal(ChannelVersions(
 		[]VersionKey{{"a", "state:a"}, {"b", "state:b"}},
-		map[string]Channel{"state:a": {Version: 1}})))
+		Channels{{ID: "state:a", Version: 1}})))
 }
 
 func TestZeroVersions(t *testing.T) {

@@ -41,18 +41,6 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 		return failSuperstep(r, nil, failures, now), nil
 	}
 
-	// The committed map is never written: the barrier works on a copy.
-	channels := maps.Clone(r.Channels)
-	if channels == nil {
-		channels = make(map[string]run.Channel)
-	}
-
-	// Clearing the consumed activations first writes only keys the copy
-	// holds, so a copy filled to one group's eight entries by the writes
-	// below is not grown by a later write (Go grows a full eight-entry map
-	// on any write, even to a key it holds).
-	clearConsumed(g, r.ChangedChannels, channels)
-
 	// 2. Writes: one fold per field, writers in node order. The working
 	// lists live on the stack for the usual small superstep.
 	// Fields and nodes are found in the index once, here: the writes carry
@@ -82,6 +70,19 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 			writes = append(writes, fieldWrite{field: idx.fields[f], nodeID: it.nodeID, writer: writer, value: v})
 		}
 	}
+	// The committed list is never written: the barrier works on a copy,
+	// with room for every channel the writes and the completed nodes'
+	// edges could add, so no insert below grows it.
+	room := len(r.Channels) + len(writes)
+	for _, ne := range okEntries {
+		if ne != nil {
+			room += len(ne.outgoing)
+		}
+	}
+	channels := make(run.Channels, len(r.Channels), room)
+	copy(channels, r.Channels)
+	clearConsumed(g, r.ChangedChannels, channels)
+
 	slices.SortStableFunc(writes, func(a, b fieldWrite) int {
 		if c := strings.Compare(a.field.publicID, b.field.publicID); c != 0 {
 			return c
@@ -115,7 +116,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 			values[i-start] = writes[i].value
 			names[i-start] = writes[i].writer.box(writes[i].nodeID)
 		}
-		fold(channels, s, values)
+		fold(&channels, s, values)
 		changedFields = append(changedFields, s)
 		writerSpans = append(writerSpans, span{start, end})
 		start = end
@@ -125,7 +126,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	var triggeredBuf, finishBuf [8]edgeEntry
 	barrierSeen := barrierSets{m: r.BarrierSeen}
 	completed := &nodeSet{list: okNodes}
-	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], idx, okEntries, channels, &barrierSeen, completed, changedFields)
+	triggered, finish, gerr := fireEdges(triggeredBuf[:0], finishBuf[:0], idx, okEntries, &channels, &barrierSeen, completed, changedFields)
 	if gerr != nil {
 		return gerr.fail(r, now), nil
 	}
@@ -196,7 +197,7 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 	changed = slices.Compact(changed)
 
 	next := *r
-	next.Channels = channels
+	next.Channels = slices.Clip(channels)
 	next.BarrierSeen = barrierSeen.m
 	next.ChangedChannels = changed
 	next.PendingNodes = pendingNodes
@@ -280,12 +281,11 @@ func barrier(g *graph.Compiled, idx *index, r *run.Run, fresh []validated, env E
 
 // clearConsumed clears the values of the ephemeral channels among
 // consumed.
-func clearConsumed(g *graph.Compiled, consumed []string, channels map[string]run.Channel) {
+func clearConsumed(g *graph.Compiled, consumed []string, channels run.Channels) {
 	for _, cid := range consumed {
 		if ch := g.Channels[cid]; ch != nil && ch.Kind == graph.ChannelEphemeral {
-			if c, ok := channels[cid]; ok {
-				c.Value = nil
-				channels[cid] = c
+			if i, ok := channels.Index(cid); ok {
+				channels[i].Value = nil
 			}
 		}
 	}
@@ -295,32 +295,29 @@ func clearConsumed(g *graph.Compiled, consumed []string, channels map[string]run
 // committed value, else the channel default, else unset) to its channel,
 // bumped as bump does. The working copy holds the committed state channels
 // unchanged until their fold, so one lookup serves both.
-func fold(channels map[string]run.Channel, s *slot, values []any) {
-	c, ok := channels[s.channelID]
-	cur, has := c.Value, ok
-	if !ok && s.channel.Default != nil {
-		cur, has = s.channel.Default, true
+func fold(channels *run.Channels, s *slot, values []any) {
+	i, ok := channels.Index(s.channelID)
+	if !ok {
+		cur, has := s.channel.Default, s.channel.Default != nil
+		*channels = slices.Insert(*channels, i, run.Channel{ID: s.channelID, Value: reducer.Fold(s.channel.Reducer, cur, has, values), Version: 1})
+		return
 	}
-	c.Value = reducer.Fold(s.channel.Reducer, cur, has, values)
-	if ok {
-		c.Version++
-	} else {
-		c.Version = 1
-	}
-	channels[s.channelID] = c
+	c := &(*channels)[i]
+	c.Value = reducer.Fold(s.channel.Reducer, c.Value, true, values)
+	c.Version++
 }
 
 // bump writes v to a channel: a new channel gets version 1, an existing one
 // version+1, even when the value is equal.
-func bump(channels map[string]run.Channel, id string, v any) {
-	c, ok := channels[id]
-	c.Value = v
-	if ok {
-		c.Version++
-	} else {
-		c.Version = 1
+func bump(channels *run.Channels, id string, v any) {
+	i, ok := channels.Index(id)
+	if !ok {
+		*channels = slices.Insert(*channels, i, run.Channel{ID: id, Value: v, Version: 1})
+		return
 	}
-	channels[id] = c
+	c := &(*channels)[i]
+	c.Value = v
+	c.Version++
 }
 
 // barrierSets is the barrier sets a superstep works on: the committed
@@ -366,7 +363,7 @@ func guardReasons(err error) []string {
 // candidate (with its seen set reset) once every source has been seen; the
 // guard is checked after the reset. Passing $finish edges go to finish
 // without a channel bump; other passing edges bump their channel.
-func fireEdges(triggered, finish []edgeEntry, idx *index, okEntries []*nodeEntry, channels map[string]run.Channel, barrierSeen *barrierSets, completed *nodeSet, changedFields []*slot) (_, _ []edgeEntry, gf *guardFailure) {
+func fireEdges(triggered, finish []edgeEntry, idx *index, okEntries []*nodeEntry, channels *run.Channels, barrierSeen *barrierSets, completed *nodeSet, changedFields []*slot) (_, _ []edgeEntry, gf *guardFailure) {
 	var edges []edgeEntry
 	switch len(okEntries) {
 	case 0:
@@ -388,8 +385,9 @@ func fireEdges(triggered, finish []edgeEntry, idx *index, okEntries []*nodeEntry
 	for _, ee := range edges {
 		e := ee.edge
 		if e.Barrier {
-			if _, ok := channels[e.ChannelID]; !ok {
-				channels[e.ChannelID] = run.Channel{} // the barrier set's channel, version 0 until it fires
+			if i, ok := channels.Index(e.ChannelID); !ok {
+				// The barrier set's channel, version 0 until it fires.
+				*channels = slices.Insert(*channels, i, run.Channel{ID: e.ChannelID})
 			}
 			// Sorted sets and binary searches: a join of thousands of
 			// branches stays O(n log n) a superstep.
@@ -421,7 +419,7 @@ func fireEdges(triggered, finish []edgeEntry, idx *index, okEntries []*nodeEntry
 				for _, s := range changedFields {
 					changed[s.publicID] = true
 				}
-				v := idx.guardView(channels, changed)
+				v := idx.guardView(*channels, changed)
 				view = &v
 			}
 			pass, err := e.Guard.Eval(*view)

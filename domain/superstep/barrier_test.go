@@ -40,10 +40,10 @@ func TestMinimalLinearRunCompletes(t *testing.T) {
 	}
 	assert.Equal(t, 1, step.Events[3].Step, "the checkpoint fact carries the proposed step")
 	assert.Equal(t, run.Disposition{Kind: run.DispositionContinue}, step.Disposition)
-	_, finishWritten := step.Run.Channels["edge:edge_finish"]
+	finishWritten := step.Run.Channels.Has("edge:edge_finish")
 	assert.False(t, finishWritten, "a $finish edge is never bumped")
 	assert.Equal(t, []string{"state:result"}, step.Run.ChangedChannels)
-	assert.Equal(t, run.Channel{Value: nil, Version: 1}, step.Run.Channels["edge:edge_start"], "the consumed activation is cleared")
+	assert.Equal(t, run.Channel{ID: "edge:edge_start", Value: nil, Version: 1}, channelOf(step.Run, "edge:edge_start"), "the consumed activation is cleared")
 
 	done := h.moments[2]
 	assert.Equal(t, []run.EventType{run.EventRunCompleted, run.EventCheckpointCommitted}, eventTypes(done))
@@ -99,7 +99,7 @@ func TestFanInBarrierFiresOnceBothSourcesComplete(t *testing.T) {
 	require.Len(t, completed, 1)
 	assert.Equal(t, "combine", completed[0].NodeID)
 	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_combine_ready"])
-	assert.Equal(t, int64(1), r.Channels["edge:edge_combine_ready"].Version)
+	assert.Equal(t, int64(1), r.Channels.Version("edge:edge_combine_ready"))
 }
 
 func TestStickyBarrierRemembersEarlySources(t *testing.T) {
@@ -119,7 +119,7 @@ func TestStickyBarrierRemembersEarlySources(t *testing.T) {
 	_, m := h.advance(r)
 	r = h.accept(r, m)
 	assert.Equal(t, []string{"a"}, r.BarrierSeen["edge:edge_join"])
-	assert.Equal(t, int64(0), r.Channels["edge:edge_join"].Version, "a barrier accumulates at version 0")
+	assert.Equal(t, int64(0), r.Channels.Version("edge:edge_join"), "a barrier accumulates at version 0")
 
 	committed := r.Clone()
 	_, m = h.advance(r)
@@ -188,7 +188,7 @@ func TestGuardFalseBarrierStillResets(t *testing.T) {
 	h := newHarness(t, g, map[string]behavior{"a": echo(), "b": echo(), "join": echo()})
 	r := h.drive(h.start(nil))
 	assert.Equal(t, run.StatusDone, r.Status)
-	assert.Equal(t, run.Channel{}, r.Channels["edge:edge_join"], "a barrier whose guard failed keeps version 0")
+	assert.Equal(t, run.Channel{ID: "edge:edge_join"}, channelOf(r, "edge:edge_join"), "a barrier whose guard failed keeps version 0")
 	assert.Equal(t, []string{}, r.BarrierSeen["edge:edge_join"])
 	assert.Len(t, h.calls, 2, "join never ran")
 }
@@ -205,8 +205,8 @@ func TestNodesSeeOnlyCommittedState(t *testing.T) {
 		compile(t, graph.Options{})
 	h := newHarness(t, g, map[string]behavior{"writer": write("x", "new"), "reader": copyField("x", "y")})
 	r := h.drive(h.start(nil))
-	assert.Equal(t, "new", r.Channels["state:x"].Value)
-	assert.Equal(t, "old", r.Channels["state:y"].Value)
+	assert.Equal(t, "new", r.Channels.Value("state:x"))
+	assert.Equal(t, "old", r.Channels.Value("state:y"))
 }
 
 func TestSameStepConflictIsDeterministic(t *testing.T) {
@@ -220,8 +220,8 @@ func TestSameStepConflictIsDeterministic(t *testing.T) {
 		compile(t, graph.Options{})
 	h := newHarness(t, g, map[string]behavior{"a_writer": write("x", "from_a"), "b_writer": write("x", "from_b")})
 	r := h.drive(h.start(nil))
-	assert.Equal(t, "from_b", r.Channels["state:x"].Value)
-	assert.Equal(t, int64(1), r.Channels["state:x"].Version, "one write batch, one version")
+	assert.Equal(t, "from_b", r.Channels.Value("state:x"))
+	assert.Equal(t, int64(1), r.Channels.Version("state:x"), "one write batch, one version")
 	updated := eventsOf(h.moments[1], run.EventChannelUpdated)
 	require.Len(t, updated, 1)
 	assert.Equal(t, []any{"a_writer", "b_writer"}, updated[0].Payload["writers"])
@@ -239,7 +239,7 @@ func TestWritesChangeChannelsEvenWithEqualValues(t *testing.T) {
 	r := h.start(nil)
 	_, m := h.advance(r)
 	r = h.accept(r, m)
-	assert.Equal(t, run.Channel{Value: "same", Version: 1}, r.Channels["state:x"])
+	assert.Equal(t, run.Channel{ID: "state:x", Value: "same", Version: 1}, channelOf(r, "state:x"))
 	assert.Contains(t, r.ChangedChannels, "state:x")
 }
 
@@ -252,8 +252,8 @@ func TestCountingCycleRunsToItsGuard(t *testing.T) {
 	assert.Equal(t, 10.0, r.Output["count"])
 	assert.Equal(t, 20, r.Step)
 	// The loop edge fires every other step; its activation is consumed.
-	assert.Nil(t, r.Channels["edge:edge_loop"].Value)
-	assert.Equal(t, int64(9), r.Channels["edge:edge_loop"].Version)
+	assert.Nil(t, r.Channels.Value("edge:edge_loop"))
+	assert.Equal(t, int64(9), r.Channels.Version("edge:edge_loop"))
 }
 
 func TestEphemeralEdgeFiringTwiceInARowEndsCleared(t *testing.T) {
@@ -270,12 +270,12 @@ func TestEphemeralEdgeFiringTwiceInARowEndsCleared(t *testing.T) {
 	}})
 	r := h.drive(h.start(nil))
 	require.Equal(t, run.StatusDone, r.Status)
-	assert.Equal(t, int64(3), r.Channels["state:n"].Value)
-	assert.Equal(t, run.Channel{Value: nil, Version: 2}, r.Channels["edge:edge_again"])
+	assert.Equal(t, int64(3), r.Channels.Value("state:n"))
+	assert.Equal(t, run.Channel{ID: "edge:edge_again", Value: nil, Version: 2}, channelOf(r, "edge:edge_again"))
 	// The second superstep consumes the activation and fires it again: its
 	// checkpoint holds it cleared, at the fired version.
 	require.Equal(t, 2, h.moments[2].Run.Step)
-	assert.Equal(t, run.Channel{Value: nil, Version: 2}, h.moments[2].Run.Channels["edge:edge_again"])
+	assert.Equal(t, run.Channel{ID: "edge:edge_again", Value: nil, Version: 2}, channelOf(h.moments[2].Run, "edge:edge_again"))
 }
 
 func TestSuperstepLimitFailsTheRun(t *testing.T) {
@@ -325,7 +325,7 @@ func TestGuardEvaluationErrorAtTheBarrierFailsTheRun(t *testing.T) {
 	assert.Equal(t, "edge_b", r.Failure.Details["edge_id"])
 	assert.NotEmpty(t, r.Failure.Details["reasons"])
 	assert.Equal(t, 0, r.Step)
-	_, written := r.Channels["state:x"]
+	written := r.Channels.Has("state:x")
 	assert.False(t, written, "no write of the failing superstep commits")
 	assert.Equal(t, []run.EventType{run.EventRunFailed, run.EventCheckpointCommitted}, eventTypes(h.moments[1]))
 }
@@ -343,8 +343,8 @@ func TestReducersFoldWrites(t *testing.T) {
 			compile(t, graph.Options{})
 		h := newHarness(t, g, map[string]behavior{"one": write("log", "one"), "two": write("log", []any{"two", "three"})})
 		r := h.drive(h.start(nil))
-		assert.Equal(t, []any{"one", "two", "three"}, r.Channels["state:log"].Value)
-		assert.Equal(t, int64(2), r.Channels["state:log"].Version)
+		assert.Equal(t, []any{"one", "two", "three"}, r.Channels.Value("state:log"))
+		assert.Equal(t, int64(2), r.Channels.Version("state:log"))
 	})
 
 	t.Run("same-step appends fold onto the default in node order", func(t *testing.T) {
@@ -356,7 +356,7 @@ func TestReducersFoldWrites(t *testing.T) {
 			compile(t, graph.Options{})
 		h := newHarness(t, g, map[string]behavior{"a": write("log", "from_a"), "b": write("log", "from_b")})
 		r := h.drive(h.start(nil))
-		assert.Equal(t, []any{"seed", "from_a", "from_b"}, r.Channels["state:log"].Value)
+		assert.Equal(t, []any{"seed", "from_a", "from_b"}, r.Channels.Value("state:log"))
 	})
 
 	t.Run("an unwritten append field reads as its zero", func(t *testing.T) {
@@ -366,7 +366,7 @@ func TestReducersFoldWrites(t *testing.T) {
 		h := newHarness(t, g, map[string]behavior{"r": echo()})
 		r := h.drive(h.start(nil))
 		assert.Equal(t, []any{}, h.calls[0].snapshot["log"])
-		_, written := r.Channels["state:log"]
+		written := r.Channels.Has("state:log")
 		assert.False(t, written, "the zero is a default, not a write")
 	})
 
@@ -384,8 +384,8 @@ func TestReducersFoldWrites(t *testing.T) {
 		h := newHarness(t, g, map[string]behavior{"b": both("b", 3), "a": both("a", 2)})
 		r := h.drive(h.start(nil))
 		require.Equal(t, run.StatusDone, r.Status)
-		assert.Equal(t, run.Channel{Value: []any{"a", "b"}, Version: 1}, r.Channels["state:log"])
-		assert.Equal(t, run.Channel{Value: int64(5), Version: 1}, r.Channels["state:total"])
+		assert.Equal(t, run.Channel{ID: "state:log", Value: []any{"a", "b"}, Version: 1}, channelOf(r, "state:log"))
+		assert.Equal(t, run.Channel{ID: "state:total", Value: int64(5), Version: 1}, channelOf(r, "state:total"))
 		updated := eventsOf(h.moments[1], run.EventChannelUpdated)
 		require.Len(t, updated, 2)
 		for i, cid := range []string{"state:log", "state:total"} {
@@ -401,7 +401,7 @@ func TestReducersFoldWrites(t *testing.T) {
 			compile(t, graph.Options{})
 		h := newHarness(t, g, map[string]behavior{"a": write("total", int64(2)), "b": write("total", int64(3))})
 		r := h.drive(h.start(nil))
-		assert.Equal(t, int64(5), r.Channels["state:total"].Value)
+		assert.Equal(t, int64(5), r.Channels.Value("state:total"))
 	})
 
 	t.Run("merge combines maps", func(t *testing.T) {
@@ -411,7 +411,7 @@ func TestReducersFoldWrites(t *testing.T) {
 			compile(t, graph.Options{})
 		h := newHarness(t, g, map[string]behavior{"a": write("m", map[string]any{"a": int64(1)}), "b": write("m", map[string]any{"b": int64(2)})})
 		r := h.drive(h.start(nil))
-		assert.Equal(t, map[string]any{"a": int64(1), "b": int64(2)}, r.Channels["state:m"].Value)
+		assert.Equal(t, map[string]any{"a": int64(1), "b": int64(2)}, r.Channels.Value("state:m"))
 	})
 
 	t.Run("first_value keeps the first write", func(t *testing.T) {
@@ -421,8 +421,8 @@ func TestReducersFoldWrites(t *testing.T) {
 			compile(t, graph.Options{})
 		h := newHarness(t, g, map[string]behavior{"a": write("f", "first"), "b": write("f", "second")})
 		r := h.drive(h.start(nil))
-		assert.Equal(t, "first", r.Channels["state:f"].Value)
-		assert.Equal(t, int64(2), r.Channels["state:f"].Version)
+		assert.Equal(t, "first", r.Channels.Value("state:f"))
+		assert.Equal(t, int64(2), r.Channels.Version("state:f"))
 	})
 
 	t.Run("a write that fails the item schema fails the run", func(t *testing.T) {
@@ -432,7 +432,7 @@ func TestReducersFoldWrites(t *testing.T) {
 		h := newHarness(t, g, map[string]behavior{"w": write("log", int64(42))})
 		r := h.drive(h.start(nil))
 		require.Equal(t, run.StatusFailed, r.Status)
-		_, written := r.Channels["state:log"]
+		written := r.Channels.Has("state:log")
 		assert.False(t, written)
 		assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["w"], `wrote invalid value to "log"`)
 	})

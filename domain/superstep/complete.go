@@ -12,11 +12,7 @@ import (
 func complete(idx *index, r *run.Run, now time.Time) *run.Moment {
 	out := make(map[string]any, len(idx.sortedOutputs))
 	for _, o := range idx.sortedOutputs {
-		var v any
-		if c, ok := r.Channels[o.SourceChannel]; ok {
-			v = c.Value
-		}
-		out[o.ID] = v
+		out[o.ID] = r.Channels.Value(o.SourceChannel)
 	}
 	next := *r
 	next.Status = run.StatusDone

@@ -31,7 +31,7 @@ func TestPermanentFailureCommitsNothingOfTheSuperstep(t *testing.T) {
 
 	require.Equal(t, run.StatusFailed, r.Status)
 	assert.Equal(t, 0, r.Step)
-	_, written := r.Channels["state:ok_out"]
+	written := r.Channels.Has("state:ok_out")
 	assert.False(t, written)
 	assert.Equal(t, []run.CheckpointType{cpInit, cpFailed}, h.types())
 	assert.Equal(t, &run.Failure{
@@ -113,7 +113,7 @@ func TestInvalidUpdatesFailTheRun(t *testing.T) {
 			require.Equal(t, run.StatusFailed, r.Status)
 			assert.Equal(t, "writer", r.Failure.NodeID)
 			assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["writer"], tc.reason)
-			_, written := r.Channels["state:out"]
+			written := r.Channels.Has("state:out")
 			assert.False(t, written)
 			last := h.moments[len(h.moments)-1]
 			runFailed := eventsOf(last, run.EventRunFailed)
@@ -312,8 +312,8 @@ func TestParkedSiblingResultsWaitForTheBarrier(t *testing.T) {
 		TaskID: "run_1:0:steady", NodeID: "steady", Attempt: 1, Kind: run.WriteUpdate,
 		Value: map[string]any{"steady_out": "steady done"},
 	}}, park.Run.PendingWrites)
-	_, steadyWritten := park.Run.Channels["state:steady_out"]
-	_, flakyWritten := park.Run.Channels["state:flaky_out"]
+	steadyWritten := park.Run.Channels.Has("state:steady_out")
+	flakyWritten := park.Run.Channels.Has("state:flaky_out")
 	assert.False(t, steadyWritten)
 	assert.False(t, flakyWritten)
 
@@ -386,7 +386,7 @@ func TestPermanentFailureAfterAParkDiscardsParkedResults(t *testing.T) {
 	r := h.drive(h.start(nil))
 	require.Equal(t, run.StatusFailed, r.Status)
 	assert.Equal(t, []run.CheckpointType{cpInit, cpRetry, cpFailed}, h.types())
-	_, written := r.Channels["state:steady_out"]
+	written := r.Channels.Has("state:steady_out")
 	assert.False(t, written)
 	assert.Empty(t, eventsOf(h.moments[2], run.EventNodeCompleted))
 	steadyRuns := 0
@@ -437,8 +437,8 @@ func TestHeterogeneousBackoffsParkAtTheEarliestDeadline(t *testing.T) {
 	r := h.drive(h.start(nil))
 	require.Equal(t, run.StatusDone, r.Status)
 	assert.Equal(t, []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}, h.sleeps)
-	assert.Equal(t, "fast done", r.Channels["state:fast_out"].Value)
-	assert.Equal(t, "slow done", r.Channels["state:slow_out"].Value)
+	assert.Equal(t, "fast done", r.Channels.Value("state:fast_out"))
+	assert.Equal(t, "slow done", r.Channels.Value("state:slow_out"))
 
 	var order [][2]any
 	for _, c := range h.calls {

@@ -357,3 +357,9 @@ const (
 	cpFailed    = run.CheckpointRunFailed
 	cpCancelled = run.CheckpointRunCancelled
 )
+
+// channelOf is r's channel id, the zero Channel when r does not hold it.
+func channelOf(r *run.Run, id string) run.Channel {
+	c, _ := r.Channels.Get(id)
+	return c
+}

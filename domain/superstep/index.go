@@ -20,6 +20,9 @@ type index struct {
 	// slots lists every input and state field, sorted by public ID: the keys
 	// of the public state view.
 	slots []slot
+	// slotsByChannel is slots in channel ID order, the order of a run's
+	// channels, so one walk of both finds the written slots.
+	slotsByChannel []*slot
 	// fields and inputs map public IDs to their slot.
 	fields map[string]*slot
 	inputs map[string]*slot
@@ -150,6 +153,11 @@ func buildIndex(g *graph.Compiled) *index {
 		}
 		return 0
 	})
+	idx.slotsByChannel = make([]*slot, len(idx.slots))
+	for i := range idx.slots {
+		idx.slotsByChannel[i] = &idx.slots[i]
+	}
+	slices.SortFunc(idx.slotsByChannel, func(a, b *slot) int { return strings.Compare(a.channelID, b.channelID) })
 	idx.unwrittenValues = make(map[string]any, len(idx.slots))
 	idx.versionKeys = make([]run.VersionKey, len(idx.slots))
 	idx.plainDefaults = true

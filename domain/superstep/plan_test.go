@@ -131,7 +131,7 @@ func TestAdvanceRefusesAStateThatIsNotPortable(t *testing.T) {
 		r := h.start(map[string]any{"name": "ada"})
 		for name, v := range map[string]any{"a Go struct": struct{}{}, "NaN": math.NaN(), "in a list": []any{"x", struct{}{}}} {
 			bad := r.Clone()
-			bad.Channels["state:list"] = run.Channel{Value: v, Version: 1}
+			bad.Channels.Set(run.Channel{ID: "state:list", Value: v, Version: 1})
 			_, err := superstep.Advance(g, bad, h.env())
 			assert.ErrorIs(t, err, superstep.ErrInvalidRun, defaults+", "+name)
 			assert.ErrorContains(t, err, "not portable", defaults+", "+name)
@@ -200,7 +200,7 @@ func TestEdgeIntoAnInterruptedNodeIsConsumed(t *testing.T) {
 	r = h.drive(h.accept(r, m))
 	require.Equal(t, run.StatusDone, r.Status)
 	assert.Equal(t, 2, gateRuns())
-	assert.Equal(t, "ok", r.Channels["state:applied"].Value)
+	assert.Equal(t, "ok", r.Channels.Value("state:applied"))
 }
 
 func TestSettleRejectsMismatchedResults(t *testing.T) {

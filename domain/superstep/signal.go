@@ -70,12 +70,10 @@ func ResolveInterrupt(g *graph.Compiled, r *run.Run, interruptID string, v any, 
 
 	now := utc(env.Now)
 	s := idx.fields[in.ResumeChannel]
-	channels := maps.Clone(r.Channels)
-	if channels == nil {
-		channels = make(map[string]run.Channel, 1)
-	}
+	channels := make(run.Channels, len(r.Channels), len(r.Channels)+1)
+	copy(channels, r.Channels)
 	cur, has := currentValue(r.Channels, s)
-	bump(channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, []any{v}))
+	bump(&channels, s.channelID, reducer.Fold(s.channel.Reducer, cur, has, []any{v}))
 
 	changed := r.ChangedChannels
 	if i, found := slices.BinarySearch(changed, s.channelID); !found {
@@ -87,7 +85,7 @@ func ResolveInterrupt(g *graph.Compiled, r *run.Run, interruptID string, v any, 
 	interrupts[interruptID] = in
 
 	next := *r
-	next.Channels = channels
+	next.Channels = slices.Clip(channels)
 	next.ChangedChannels = changed
 	next.Interrupts = interrupts
 	next.Status = run.StatusRunning

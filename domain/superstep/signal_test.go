@@ -65,8 +65,8 @@ func TestResolvingAnInterruptReRunsTheNode(t *testing.T) {
 
 	require.Equal(t, run.StatusDone, r.Status)
 	assert.Equal(t, []run.CheckpointType{cpResolved, cpStep, cpDone}, h.types())
-	assert.Equal(t, "approved", r.Channels["state:decision"].Value)
-	assert.Equal(t, "approved", r.Channels["state:applied"].Value)
+	assert.Equal(t, "approved", r.Channels.Value("state:decision"))
+	assert.Equal(t, "approved", r.Channels.Value("state:applied"))
 	assert.Equal(t, map[string]any{"applied": "approved"}, r.Output)
 	assert.Equal(t, run.InterruptResolved, r.Interrupts[id].Status)
 	assert.Equal(t, t0, r.Interrupts[id].ResolvedAt)
@@ -141,7 +141,7 @@ func TestResolutionValueMustBeAValidWrite(t *testing.T) {
 
 	m, err := superstep.ResolveInterrupt(g, r, "q1", 7, h.env())
 	require.NoError(t, err)
-	assert.Equal(t, int64(7), m.Run.Channels["state:answer"].Value, "the value is normalized")
+	assert.Equal(t, int64(7), m.Run.Channels.Value("state:answer"), "the value is normalized")
 }
 
 func TestResolutionIntoAnAppendFieldAccumulates(t *testing.T) {
@@ -165,7 +165,7 @@ func TestResolutionIntoAnAppendFieldAccumulates(t *testing.T) {
 	}
 	m, err := superstep.ResolveInterrupt(g, r, id, "yes", h.env())
 	require.NoError(t, err)
-	assert.Equal(t, []any{"yes"}, m.Run.Channels["state:answers"].Value)
+	assert.Equal(t, []any{"yes"}, m.Run.Channels.Value("state:answers"))
 	r = h.drive(h.accept(r, m))
 	assert.Equal(t, run.StatusDone, r.Status)
 }
@@ -308,8 +308,8 @@ func TestInterruptResolvedMidParkKeepsTheParkedSnapshot(t *testing.T) {
 	require.Len(t, flakyCalls, 2)
 	assert.Equal(t, flakyCalls[0].snapshot, flakyCalls[1].snapshot)
 	assert.NotContains(t, flakyCalls[1].snapshot, "answer")
-	assert.Equal(t, "42", r.Channels["state:asked"].Value)
-	assert.Equal(t, "done", r.Channels["state:out"].Value)
+	assert.Equal(t, "42", r.Channels.Value("state:asked"))
+	assert.Equal(t, "done", r.Channels.Value("state:out"))
 }
 
 func TestInterruptWithAnExistingIDFails(t *testing.T) {

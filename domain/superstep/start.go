@@ -35,9 +35,9 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		metadata = n.(map[string]any)
 	}
 
-	channels := make(map[string]run.Channel, len(keys)+len(g.StartEdges))
+	channels := make(run.Channels, 0, len(keys)+len(g.StartEdges))
 	for _, k := range keys {
-		channels[idx.inputs[k].channelID] = run.Channel{Value: input[k], Version: 1}
+		channels.Set(run.Channel{ID: idx.inputs[k].channelID, Value: input[k], Version: 1})
 	}
 
 	// $start behaves as a completed virtual source: its edges see the
@@ -76,7 +76,7 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 				continue
 			}
 		}
-		bump(channels, e.ChannelID, true)
+		bump(&channels, e.ChannelID, true)
 		fired = append(fired, e)
 	}
 
@@ -104,7 +104,7 @@ func Start(g *graph.Compiled, p StartParams, env Env) (*run.Moment, error) {
 		Input:           input,
 		StartedAt:       now,
 		UpdatedAt:       now,
-		Channels:        channels,
+		Channels:        slices.Clip(channels),
 		ChangedChannels: changedChannels,
 		Metadata:        metadata,
 	}

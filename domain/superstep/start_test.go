@@ -28,8 +28,8 @@ func TestStartInitializesTheRun(t *testing.T) {
 	assert.Equal(t, 0, r.Step)
 	assert.Equal(t, t0, r.StartedAt)
 	assert.Equal(t, t0, r.UpdatedAt)
-	assert.Equal(t, run.Channel{Value: "hello", Version: 1}, r.Channels["input:value"])
-	assert.Equal(t, run.Channel{Value: true, Version: 1}, r.Channels["edge:edge_start"])
+	assert.Equal(t, run.Channel{ID: "input:value", Value: "hello", Version: 1}, channelOf(r, "input:value"))
+	assert.Equal(t, run.Channel{ID: "edge:edge_start", Value: true, Version: 1}, channelOf(r, "edge:edge_start"))
 	assert.Equal(t, []string{"edge:edge_start", "input:value"}, r.ChangedChannels)
 
 	assert.Equal(t, cpInit, m.CheckpointType)
@@ -106,8 +106,8 @@ func TestStartRejectsInvalidInput(t *testing.T) {
 		m, err := superstep.Start(g, superstep.StartParams{RunID: "run_1", Input: map[string]any{"value": "v", "count": 7}}, superstep.Env{Now: t0})
 		require.NoError(t, err)
 		assert.Equal(t, int64(7), m.Run.Input["count"])
-		assert.Equal(t, int64(7), m.Run.Channels["input:count"].Value)
-		_, written := m.Run.Channels["input:mode"]
+		assert.Equal(t, int64(7), m.Run.Channels.Value("input:count"))
+		written := m.Run.Channels.Has("input:mode")
 		assert.False(t, written, "defaults are not written at init")
 	})
 }
@@ -201,7 +201,7 @@ func TestStartKeepsAFalseStateDefault(t *testing.T) {
 	v, ok := h.calls[0].snapshot["flag"]
 	assert.True(t, ok)
 	assert.Equal(t, false, v)
-	assert.Equal(t, false, r.Channels["state:seen"].Value)
+	assert.Equal(t, false, r.Channels.Value("state:seen"))
 }
 
 func TestResumeIsASavedInit(t *testing.T) {

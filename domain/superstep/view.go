@@ -12,7 +12,7 @@ import (
 // value, else a non-null channel default, and a key is absent when neither
 // exists (a node sees a missing key, not null); versions hold every declared
 // key, 0 when unwritten.
-func (idx *index) stateView(channels map[string]run.Channel) (values map[string]any, versions map[string]int64) {
+func (idx *index) stateView(channels run.Channels) (values map[string]any, versions map[string]int64) {
 	return idx.stateValues(channels), run.ChannelVersions(idx.versionKeys, channels).Map()
 }
 
@@ -26,7 +26,7 @@ type plannedView struct {
 // plannedView builds the state view of a superstep to plan, or says why
 // the committed state is not portable. Its input hash is not computed
 // here: see Activation.InputHash.
-func (idx *index) plannedView(channels map[string]run.Channel) (plannedView, error) {
+func (idx *index) plannedView(channels run.Channels) (plannedView, error) {
 	var writtenBuf [16]slotValue
 	written := idx.appendWritten(writtenBuf[:0], channels)
 	v := plannedView{values: idx.valuesOf(written), versions: run.ChannelVersions(idx.versionKeys, channels), flat: true}
@@ -68,17 +68,30 @@ type slotValue struct {
 }
 
 // stateValues is the values half of stateView.
-func (idx *index) stateValues(channels map[string]run.Channel) map[string]any {
+func (idx *index) stateValues(channels run.Channels) map[string]any {
 	var writtenBuf [16]slotValue
 	return idx.valuesOf(idx.appendWritten(writtenBuf[:0], channels))
 }
 
 // appendWritten appends the committed value of every written slot.
-func (idx *index) appendWritten(dst []slotValue, channels map[string]run.Channel) []slotValue {
-	for i := range idx.slots {
-		s := &idx.slots[i]
-		if c, ok := channels[s.channelID]; ok {
-			dst = append(dst, slotValue{s.publicID, c.Value})
+func (idx *index) appendWritten(dst []slotValue, channels run.Channels) []slotValue {
+	slots := idx.slotsByChannel
+	if len(slots) == 0 {
+		return dst
+	}
+	// Both lists are in channel ID order: one walk from the first slot's
+	// place finds every written slot, with no lookup per slot.
+	j, _ := channels.Index(slots[0].channelID)
+	for _, s := range slots {
+		for j < len(channels) && channels[j].ID < s.channelID {
+			j++
+		}
+		if j == len(channels) {
+			break
+		}
+		if channels[j].ID == s.channelID {
+			dst = append(dst, slotValue{s.publicID, channels[j].Value})
+			j++
 		}
 	}
 	return dst
@@ -102,15 +115,15 @@ func (idx *index) valuesOf(written []slotValue) map[string]any {
 }
 
 // guardView is the view guards read, with changed holding public IDs.
-func (idx *index) guardView(channels map[string]run.Channel, changed map[string]bool) graph.View {
+func (idx *index) guardView(channels run.Channels, changed map[string]bool) graph.View {
 	values, versions := idx.stateView(channels)
 	return graph.View{Values: values, Versions: versions, Changed: changed}
 }
 
 // currentValue is what a reducer folds onto: the committed value, else the
 // channel default, else unset.
-func currentValue(channels map[string]run.Channel, s *slot) (any, bool) {
-	if c, ok := channels[s.channelID]; ok {
+func currentValue(channels run.Channels, s *slot) (any, bool) {
+	if c, ok := channels.Get(s.channelID); ok {
 		return c.Value, true
 	}
 	if s.channel.Default != nil {

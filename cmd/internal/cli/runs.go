@@ -225,8 +225,8 @@ func (a *app) runsShowCommand() *cobra.Command {
 // field never written is absent.
 func stateOf(r *run.Run) jsonMap {
 	out := jsonMap{}
-	for id, c := range r.Channels {
-		if field, ok := strings.CutPrefix(id, graph.StatePrefix); ok {
+	for _, c := range r.Channels {
+		if field, ok := strings.CutPrefix(c.ID, graph.StatePrefix); ok {
 			out[field] = c.Value
 		}
 	}

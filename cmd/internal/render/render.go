@@ -48,8 +48,8 @@ type Overlay struct {
 // node_completed event alone, so not once that event is pruned.
 func OverlayOf(g *graph.Graph, r *run.Run, events []run.Event) *Overlay {
 	o := &Overlay{RunID: r.ID, Status: r.Status, Nodes: map[string]NodeState{}, Edges: map[string]bool{}}
-	for id, ch := range r.Channels {
-		edgeID, ok := strings.CutPrefix(id, graph.EdgePrefix)
+	for _, ch := range r.Channels {
+		edgeID, ok := strings.CutPrefix(ch.ID, graph.EdgePrefix)
 		if !ok || ch.Version < 1 {
 			continue
 		}

@@ -129,13 +129,13 @@ func TestOverlayFollowsTheRun(t *testing.T) {
 func TestOverlayReadsTheDocumentWithoutEvents(t *testing.T) {
 	t.Parallel()
 	r := &run.Run{ID: "run_1", Status: run.StatusRunning,
-		Channels: map[string]run.Channel{
+		Channels: run.ChannelsOf(map[string]run.Channel{
 			"state:route":      {Value: "auto", Version: 1},
 			"edge:start":       {Version: 1},
 			"edge:to_credit":   {Version: 1},
 			"edge:to_fraud":    {Version: 1},
 			"edge:checks_done": {Version: 0}, // a join that has not fired
-		},
+		}),
 		BarrierSeen: map[string][]string{"edge:checks_done": {"fraud_check"}},
 		ActiveTasks: map[string]run.TaskState{"t": {NodeID: "credit_check", Status: run.TaskRunning}},
 	}
