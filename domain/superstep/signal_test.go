@@ -330,6 +330,42 @@ func TestInterruptWithAnExistingIDFails(t *testing.T) {
 	assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["y"], `interrupt id "same"`)
 }
 
+func TestInterruptReusingAResolvedInterruptsIDFails(t *testing.T) {
+	t.Parallel()
+	// An interrupt ID names one interrupt for the run's whole life: a later
+	// node asking with the ID of a resolved interrupt fails, rather than
+	// replacing the resolved interrupt with an open one.
+	g := newDoc("reused-interrupt-id").
+		field("a", str(), nil).
+		nodes("x", "y").
+		edge("ex", "$start", "x", nil).
+		edge("exy", "x", "y", nil).
+		compile(t, graph.Options{})
+	ask := func(superstep.Activation) superstep.Result {
+		return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: "ask", ResumeChannel: "a"}}
+	}
+	h := newHarness(t, g, map[string]behavior{
+		"x": func(a superstep.Activation) superstep.Result {
+			if _, ok := a.Snapshot["a"]; ok {
+				return update(map[string]any{})
+			}
+			return ask(a)
+		},
+		"y": ask,
+	})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	m, err := superstep.ResolveInterrupt(g, r, "ask", "yes", h.env())
+	require.NoError(t, err)
+	r = h.drive(h.accept(r, m))
+
+	require.Equal(t, run.StatusFailed, r.Status)
+	assert.Equal(t, "y", r.Failure.NodeID)
+	assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["y"], `interrupt id "ask" already exists on this run`)
+	assert.Equal(t, run.InterruptResolved, r.Interrupts["ask"].Status)
+	assert.Equal(t, "x", r.Interrupts["ask"].NodeID)
+}
+
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	// §12 case 38.
