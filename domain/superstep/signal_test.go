@@ -170,6 +170,27 @@ func TestResolutionIntoAnAppendFieldAccumulates(t *testing.T) {
 	assert.Equal(t, run.StatusDone, r.Status)
 }
 
+func TestResolutionFoldsOntoTheFieldDefault(t *testing.T) {
+	t.Parallel()
+	// A resolution is a write like any other: into a field never written, it
+	// folds onto the field's default.
+	g := newDoc("default-resume").
+		field("log", listOf(str()), map[string]any{"reducer": map[string]any{"type": "append"}, "default": []any{"seed"}}).
+		nodes("ask").
+		edge("e", "$start", "ask", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"ask": func(superstep.Activation) superstep.Result {
+		return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: "q", ResumeChannel: "log"}}
+	}})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	require.False(t, r.Channels.Has("state:log"))
+	m, err := superstep.ResolveInterrupt(g, r, "q", "yes", h.env())
+	require.NoError(t, err)
+	checkMoment(t, r, m)
+	assert.Equal(t, run.Channel{ID: "state:log", Value: []any{"seed", "yes"}, Version: 1}, channelOf(m.Run, "state:log"))
+}
+
 func TestResolutionMomentIsDeterministic(t *testing.T) {
 	t.Parallel()
 	// §12 case 36.
