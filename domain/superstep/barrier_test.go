@@ -133,6 +133,33 @@ func TestStickyBarrierRemembersEarlySources(t *testing.T) {
 	assert.Equal(t, "join", h.calls[len(h.calls)-1].node)
 }
 
+func TestBarrierSourceCompletingAgainIsSeenOnce(t *testing.T) {
+	t.Parallel()
+	// b loops once, so it completes again in the superstep where a first
+	// completes: the join has seen a and b, each once, and waits for c.
+	g := newDoc("seen-again").
+		field("n", integer(), map[string]any{"reducer": map[string]any{"type": "sum"}}).
+		nodes("a", "b", "c", "x", "join").
+		edge("edge_b", "$start", "b", nil).
+		edge("edge_x", "$start", "x", nil).
+		edge("edge_xa", "x", "a", nil).
+		edge("edge_ac", "a", "c", nil).
+		edge("edge_loop", "b", "b", guardOp("not", guardOp("version_at_least", "n", int64(2)))).
+		edge("edge_join", []any{"a", "b", "c"}, "join", nil).
+		edge("edge_finish", "join", "$finish", nil).
+		compile(t, graph.Options{MaxSupersteps: 10})
+	h := newHarness(t, g, map[string]behavior{"a": echo(), "b": write("n", int64(1)), "c": echo(), "x": echo(), "join": echo()})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	require.Equal(t, []string{"b"}, r.BarrierSeen["edge:edge_join"])
+
+	_, m = h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, []string{"a", "b"}, r.BarrierSeen["edge:edge_join"])
+	assert.Equal(t, run.StatusDone, h.drive(r).Status)
+}
+
 func TestWideStickyBarrierRemembersEarlySources(t *testing.T) {
 	t.Parallel()
 	// Twenty branches complete with x in one superstep (more completed
