@@ -160,6 +160,28 @@ func TestBarrierSourceCompletingAgainIsSeenOnce(t *testing.T) {
 	assert.Equal(t, run.StatusDone, h.drive(r).Status)
 }
 
+func TestChangedGuardSeesTheFieldsOfTheSuperstep(t *testing.T) {
+	t.Parallel()
+	// A guard's changed set is the fields this superstep wrote: w writes
+	// draft, not note, so only the edge guarded on draft fires.
+	g := newDoc("changed-guard").
+		field("draft", str(), nil).
+		field("note", str(), nil).
+		nodes("w", "onDraft", "onNote").
+		edge("edge_w", "$start", "w", nil).
+		edge("edge_draft", "w", "onDraft", guardOp("changed", "draft")).
+		edge("edge_note", "w", "onNote", guardOp("changed", "note")).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": write("draft", "v1"), "onDraft": echo(), "onNote": echo()})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, []string{"edge:edge_draft", "state:draft"}, r.ChangedChannels)
+	triggered := eventsOf(m, run.EventEdgeTriggered)
+	require.Len(t, triggered, 1)
+	assert.Equal(t, "edge:edge_draft", triggered[0].ChannelID)
+}
+
 func TestWideStickyBarrierRemembersEarlySources(t *testing.T) {
 	t.Parallel()
 	// Twenty branches complete with x in one superstep (more completed
