@@ -191,6 +191,46 @@ func TestResolutionFoldsOntoTheFieldDefault(t *testing.T) {
 	assert.Equal(t, run.Channel{ID: "state:log", Value: []any{"seed", "yes"}, Version: 1}, channelOf(m.Run, "state:log"))
 }
 
+func TestResolvingLeavesTheResolvedRunUntouched(t *testing.T) {
+	t.Parallel()
+	// Two interrupts are resolved one after the other; the second
+	// resolution must not change the run the first one committed, whose
+	// changed channels it extends.
+	g := newDoc("two-resolutions").
+		field("a", str(), nil).
+		field("b", str(), nil).
+		field("c", str(), nil).
+		field("d", str(), nil).
+		nodes("x", "y", "w").
+		edge("ex", "$start", "x", nil).
+		edge("ey", "$start", "y", nil).
+		edge("ew", "$start", "w", nil).
+		compile(t, graph.Options{})
+	ask := func(id, resume string) behavior {
+		return func(superstep.Activation) superstep.Result {
+			return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: id, ResumeChannel: resume}}
+		}
+	}
+	h := newHarness(t, g, map[string]behavior{
+		"x": ask("qa", "a"),
+		"y": ask("qb", "b"),
+		"w": func(superstep.Activation) superstep.Result { return update(map[string]any{"c": "c", "d": "d"}) },
+	})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	require.Equal(t, []string{"state:c", "state:d"}, r.ChangedChannels)
+
+	m, err := superstep.ResolveInterrupt(g, r, "qa", "yes", h.env())
+	require.NoError(t, err)
+	r = h.accept(r, m)
+	committed := r.Clone()
+	m, err = superstep.ResolveInterrupt(g, r, "qb", "yes", h.env())
+	require.NoError(t, err)
+	checkMoment(t, r, m)
+	assert.Equal(t, committed, r, "resolving changed the committed run")
+	assert.Equal(t, []string{"state:a", "state:b", "state:c", "state:d"}, m.Run.ChangedChannels)
+}
+
 func TestResolutionMomentIsDeterministic(t *testing.T) {
 	t.Parallel()
 	// §12 case 36.
