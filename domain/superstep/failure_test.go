@@ -420,6 +420,31 @@ func TestCorruptedPendingWriteFailsAtTheBarrier(t *testing.T) {
 	assert.Len(t, eventsOf(h.moments[len(h.moments)-1], run.EventNodeFailed), 1)
 }
 
+func TestParkedInterruptWithAnUnknownKeyFailsAtTheBarrier(t *testing.T) {
+	t.Parallel()
+	// A parked interrupt is read back key by key: one the runtime never
+	// writes means the stored write is corrupt, and is not dropped silently.
+	g := parallelRetryDoc(3, 0).compile(t, graph.Options{})
+	h := newHarness(t, g, parallelRetryNodes(1))
+	r := h.start(nil)
+	_, m := h.advance(r)
+	parked := h.accept(r, m)
+
+	corrupted := *parked
+	corrupted.PendingWrites = []run.PendingWrite{parked.PendingWrites[0]}
+	corrupted.PendingWrites[0].Kind = run.WriteInterrupt
+	corrupted.PendingWrites[0].Value = map[string]any{
+		"node_id": "steady", "resume_channel": "steady_out", "metadata": map[string]any{}, "priority": "high",
+	}
+	require.NoError(t, corrupted.Validate())
+
+	done := h.drive(&corrupted)
+	require.Equal(t, run.StatusFailed, done.Status)
+	assert.Equal(t, "steady", done.Failure.NodeID)
+	assert.Contains(t, done.Failure.Details["errors"].(map[string]any)["steady"], `unknown key "priority"`)
+	assert.Empty(t, done.Interrupts)
+}
+
 func TestHeterogeneousBackoffsParkAtTheEarliestDeadline(t *testing.T) {
 	t.Parallel()
 	// §12 case 30, frozen clock.
