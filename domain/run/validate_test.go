@@ -62,6 +62,9 @@ func TestValidateCatchesEachViolation(t *testing.T) {
 		{"repeated channel", runningRun, func(r *Run) {
 			r.Channels = Channels{{ID: "state:a", Version: 1}, {ID: "state:a", Version: 2}}
 		}, `channel "state:a" is out of order or repeated`},
+		{"channel without an ID", runningRun, func(r *Run) {
+			r.Channels = Channels{{Value: "x", Version: 1}}
+		}, "a channel has an empty ID"},
 		{"unsorted barrier_seen", runningRun, func(r *Run) {
 			r.Channels.Set(Channel{ID: "b"})
 			r.BarrierSeen = map[string][]string{"b": {"z", "a"}}
