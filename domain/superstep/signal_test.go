@@ -427,6 +427,32 @@ func TestInterruptReusingAResolvedInterruptsIDFails(t *testing.T) {
 	assert.Equal(t, "x", r.Interrupts["ask"].NodeID)
 }
 
+func TestInterruptRequestedEventsFollowTheInterruptIDs(t *testing.T) {
+	t.Parallel()
+	// Interrupts of one superstep are announced in interrupt ID order, each
+	// event naming the node and task that asked.
+	g := newDoc("two-asks").
+		field("a", str(), nil).
+		nodes("x", "y").
+		edge("ex", "$start", "x", nil).
+		edge("ey", "$start", "y", nil).
+		compile(t, graph.Options{})
+	ask := func(id string) behavior {
+		return func(superstep.Activation) superstep.Result {
+			return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: id, ResumeChannel: "a"}}
+		}
+	}
+	h := newHarness(t, g, map[string]behavior{"x": ask("z-ask"), "y": ask("m-ask")})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	h.accept(r, m)
+	var got [][3]any
+	for _, e := range eventsOf(m, run.EventInterruptRequested) {
+		got = append(got, [3]any{e.Payload["interrupt_id"], e.NodeID, e.TaskID})
+	}
+	assert.Equal(t, [][3]any{{"m-ask", "y", "run_1:0:y"}, {"z-ask", "x", "run_1:0:x"}}, got)
+}
+
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	// §12 case 38.
