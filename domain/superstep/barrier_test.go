@@ -182,6 +182,28 @@ func TestChangedGuardSeesTheFieldsOfTheSuperstep(t *testing.T) {
 	assert.Equal(t, "edge:edge_draft", triggered[0].ChannelID)
 }
 
+func TestFinishEdgesAreAnnouncedAfterTheEdgesThatActivate(t *testing.T) {
+	t.Parallel()
+	// The events of a superstep's fired edges list those that activate a
+	// node first, then those into $finish, each group by edge ID.
+	g := newDoc("finish-last").
+		nodes("w", "next").
+		edge("edge_w", "$start", "w", nil).
+		edge("edge_a_finish", "w", "$finish", nil).
+		edge("edge_b_next", "w", "next", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": echo(), "next": echo()})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	var fired []string
+	for _, e := range eventsOf(m, run.EventEdgeTriggered) {
+		fired = append(fired, e.ChannelID)
+	}
+	assert.Equal(t, []string{"edge:edge_b_next", "edge:edge_a_finish"}, fired)
+	assert.False(t, r.Channels.Has("edge:edge_a_finish"), "a $finish edge has no channel to bump")
+}
+
 func TestWideStickyBarrierRemembersEarlySources(t *testing.T) {
 	t.Parallel()
 	// Twenty branches complete with x in one superstep (more completed
