@@ -41,6 +41,35 @@ func TestPlanningIsDeterministic(t *testing.T) {
 	assert.Len(t, left.InputHash(), 64)
 }
 
+func TestSnapshotReadsFieldsPastChannelsTheGraphDoesNotDeclare(t *testing.T) {
+	t.Parallel()
+	// A run may hold channels this graph declares no field for, sorted
+	// between its input and state channels (join:, node:); the view still
+	// shows every written field.
+	g := newDoc("foreign-channels").
+		input("q", str(), nil).
+		field("x", str(), nil).
+		nodes("w", "reader").
+		edge("e", "$start", "w", nil).
+		edge("ew", "w", "reader", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": write("x", "written"), "reader": echo()})
+	r := h.start(map[string]any{"q": "asked"})
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+
+	foreign := r.Clone()
+	foreign.Channels.Set(run.Channel{ID: "join:a", Value: "ja", Version: 1})
+	foreign.Channels.Set(run.Channel{ID: "node:b", Value: "nb", Version: 1})
+	require.NoError(t, foreign.Validate())
+	step, err := superstep.Advance(g, foreign, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 1)
+	a := step.Activations[0]
+	assert.Equal(t, map[string]any{"q": "asked", "x": "written"}, a.Snapshot)
+	assert.Equal(t, int64(1), a.SourceVersions.Get("x"))
+}
+
 func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
 	t.Parallel()
 	g := newDoc("view").
