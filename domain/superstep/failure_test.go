@@ -445,6 +445,44 @@ func TestParkedInterruptWithAnUnknownKeyFailsAtTheBarrier(t *testing.T) {
 	assert.Empty(t, done.Interrupts)
 }
 
+func TestCorruptedPendingWritesFailInNodeOrder(t *testing.T) {
+	t.Parallel()
+	// Pending writes are stored in the order their attempts finished, not
+	// node order; the failures of corrupted ones are still reported in node
+	// order.
+	g := newDoc("parked-pair").
+		field("out", str(), nil).
+		node("flaky", map[string]any{"retry": map[string]any{"max_attempts": int64(3), "backoff_ms": int64(0)}}).
+		nodes("a", "b").
+		edge("ea", "$start", "a", nil).
+		edge("eb", "$start", "b", nil).
+		edge("ef", "$start", "flaky", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"a": echo(), "b": echo(), "flaky": flaky(1, "out", "done")})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	parked := h.accept(r, m)
+	require.Len(t, parked.PendingWrites, 2)
+
+	corrupted := *parked
+	corrupted.PendingWrites = []run.PendingWrite{parked.PendingWrites[1], parked.PendingWrites[0]}
+	for i := range corrupted.PendingWrites {
+		corrupted.PendingWrites[i].Value = map[string]any{"ghost": "x"}
+	}
+	require.Equal(t, "b", corrupted.PendingWrites[0].NodeID)
+	require.NoError(t, corrupted.Validate())
+
+	done := h.drive(&corrupted)
+	require.Equal(t, run.StatusFailed, done.Status)
+	assert.Equal(t, "node(s) a, b failed permanently", done.Failure.Message)
+	assert.Equal(t, []any{"a", "b"}, done.Failure.Details["nodes"])
+	var failed []string
+	for _, e := range eventsOf(h.moments[len(h.moments)-1], run.EventNodeFailed) {
+		failed = append(failed, e.NodeID)
+	}
+	assert.Equal(t, []string{"a", "b"}, failed)
+}
+
 func TestHeterogeneousBackoffsParkAtTheEarliestDeadline(t *testing.T) {
 	t.Parallel()
 	// §12 case 30, frozen clock.
