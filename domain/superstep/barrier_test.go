@@ -349,6 +349,24 @@ func TestEphemeralEdgeFiringTwiceInARowEndsCleared(t *testing.T) {
 	assert.Equal(t, run.Channel{ID: "edge:edge_again", Value: nil, Version: 2}, channelOf(h.moments[2].Run, "edge:edge_again"))
 }
 
+func TestFiredEdgeHoldsItsActivationUntilConsumed(t *testing.T) {
+	t.Parallel()
+	// The superstep that consumes an ephemeral edge clears it; an edge it
+	// fires that was not consumed holds its activation.
+	g := newDoc("hold-activation").
+		nodes("w", "next").
+		edge("edge_start", "$start", "w", nil).
+		edge("edge_next", "w", "next", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": echo(), "next": echo()})
+	r := h.start(nil)
+	require.Equal(t, run.Channel{ID: "edge:edge_start", Value: true, Version: 1}, channelOf(r, "edge:edge_start"))
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	assert.Equal(t, run.Channel{ID: "edge:edge_start", Value: nil, Version: 1}, channelOf(r, "edge:edge_start"))
+	assert.Equal(t, run.Channel{ID: "edge:edge_next", Value: true, Version: 1}, channelOf(r, "edge:edge_next"))
+}
+
 func TestSuperstepLimitFailsTheRun(t *testing.T) {
 	t.Parallel()
 	// §12 cases 12 and 13.
