@@ -3,6 +3,7 @@ package superstep_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -365,6 +366,25 @@ func TestFiredEdgeHoldsItsActivationUntilConsumed(t *testing.T) {
 	r = h.accept(r, m)
 	assert.Equal(t, run.Channel{ID: "edge:edge_start", Value: nil, Version: 1}, channelOf(r, "edge:edge_start"))
 	assert.Equal(t, run.Channel{ID: "edge:edge_next", Value: true, Version: 1}, channelOf(r, "edge:edge_next"))
+}
+
+func TestCommittedStepRecordsWhenItCommitted(t *testing.T) {
+	t.Parallel()
+	// Every transition stamps the run with its time: a step committed an
+	// hour after the start is updated then.
+	g := newDoc("stamp").
+		field("x", str(), nil).
+		nodes("w").
+		edge("edge_start", "$start", "w", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": write("x", "v")})
+	r := h.start(nil)
+	h.now = t0.Add(time.Hour)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+	require.Equal(t, cpStep, m.CheckpointType)
+	assert.Equal(t, t0, r.StartedAt)
+	assert.Equal(t, t0.Add(time.Hour), r.UpdatedAt)
 }
 
 func TestSuperstepLimitFailsTheRun(t *testing.T) {
