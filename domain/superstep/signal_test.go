@@ -453,6 +453,31 @@ func TestInterruptRequestedEventsFollowTheInterruptIDs(t *testing.T) {
 	assert.Equal(t, [][3]any{{"m-ask", "y", "run_1:0:y"}, {"z-ask", "x", "run_1:0:x"}}, got)
 }
 
+func TestWaitListsTheOpenInterruptsInIDOrder(t *testing.T) {
+	t.Parallel()
+	g := newDoc("four-asks").
+		field("a", str(), nil).
+		nodes("w", "x", "y", "z").
+		edge("ew", "$start", "w", nil).
+		edge("ex", "$start", "x", nil).
+		edge("ey", "$start", "y", nil).
+		edge("ez", "$start", "z", nil).
+		compile(t, graph.Options{})
+	ask := func(id string) behavior {
+		return func(superstep.Activation) superstep.Result {
+			return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: id, ResumeChannel: "a"}}
+		}
+	}
+	h := newHarness(t, g, map[string]behavior{"w": ask("q3"), "x": ask("q1"), "y": ask("q4"), "z": ask("q2")})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	for range 10 {
+		step, err := superstep.Advance(g, r, h.env())
+		require.NoError(t, err)
+		require.Equal(t, superstep.Step{Kind: superstep.Wait, InterruptIDs: []string{"q1", "q2", "q3", "q4"}}, step)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	// §12 case 38.
