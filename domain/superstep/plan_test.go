@@ -70,6 +70,29 @@ func TestSnapshotReadsFieldsPastChannelsTheGraphDoesNotDeclare(t *testing.T) {
 	assert.Equal(t, int64(1), a.SourceVersions.Get("x"))
 }
 
+func TestSiblingActivationsDoNotOwnTheirSharedSnapshot(t *testing.T) {
+	t.Parallel()
+	// Sibling activations of one superstep share one snapshot: none may be
+	// handed to its node uncopied, or one node's change would show in the
+	// other's view.
+	g := msGraph(t)
+	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
+	r := h.start(nil)
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 1)
+	assert.True(t, step.Activations[0].Owned, "a lone activation owns its snapshot")
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+
+	step, err = superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 2)
+	for _, a := range step.Activations {
+		assert.False(t, a.Owned, "%s shares its snapshot with a sibling", a.NodeID)
+	}
+}
+
 func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
 	t.Parallel()
 	g := newDoc("view").
