@@ -186,6 +186,29 @@ func TestFlakyNodeRetriesWithinItsBudget(t *testing.T) {
 // The input hash is not computed when a superstep is planned: a parked
 // retry stores the hash of the view its attempt was planned with, even when
 // the node wrote into the view it owned before failing.
+func TestRetrySeesTheSourceVersionsOfTheFirstAttempt(t *testing.T) {
+	t.Parallel()
+	g := newDoc("retry-versions").
+		input("name", str(), nil).
+		field("out", str(), nil).
+		node("flaky", map[string]any{"retry": map[string]any{"max_attempts": int64(2), "backoff_ms": int64(10)}}).
+		edge("e", "$start", "flaky", nil).
+		compile(t, graph.Options{})
+	var seen []map[string]int64
+	h := newHarness(t, g, map[string]behavior{"flaky": func(a superstep.Activation) superstep.Result {
+		seen = append(seen, a.SourceVersions.Map())
+		if a.Attempt == 1 {
+			return failure("first attempt", true)
+		}
+		return update(map[string]any{"out": "done"})
+	}})
+	r := h.drive(h.start(map[string]any{"name": "ada"}))
+	require.Equal(t, run.StatusDone, r.Status)
+	want := map[string]int64{"name": 1, "out": 0}
+	assert.Equal(t, []map[string]int64{want, want}, seen)
+	assert.Equal(t, want, h.moments[1].Run.ActiveTasks["run_1:0:flaky"].SourceVersions)
+}
+
 func TestRetryParkStoresTheInputHashOfThePlannedView(t *testing.T) {
 	t.Parallel()
 	g := newDoc("retry-hash").
