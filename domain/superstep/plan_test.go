@@ -93,6 +93,31 @@ func TestSiblingActivationsDoNotOwnTheirSharedSnapshot(t *testing.T) {
 	}
 }
 
+func TestSettleIgnoresTheOrderOfTheActivations(t *testing.T) {
+	t.Parallel()
+	// An executor may hand back a superstep's activations in any order,
+	// each with its result: the moment is the same.
+	g := msGraph(t)
+	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
+	r := h.start(nil)
+	_, m := h.advance(r)
+	r = h.accept(r, m)
+
+	step, err := superstep.Advance(g, r, h.env())
+	require.NoError(t, err)
+	require.Len(t, step.Activations, 2)
+	results := []superstep.Result{update(map[string]any{}), update(map[string]any{})}
+	inOrder, err := superstep.Settle(g, r, step, results, h.env())
+	require.NoError(t, err)
+
+	reversed := step
+	reversed.Activations = []superstep.Activation{step.Activations[1], step.Activations[0]}
+	got, err := superstep.Settle(g, r, reversed, []superstep.Result{results[1], results[0]}, h.env())
+	require.NoError(t, err)
+	assert.Equal(t, inOrder, got)
+	assert.Equal(t, "left", eventsOf(got, run.EventNodeCompleted)[0].NodeID)
+}
+
 func TestSnapshotShowsDefaultsAndHidesUnwrittenFields(t *testing.T) {
 	t.Parallel()
 	g := newDoc("view").
