@@ -64,6 +64,23 @@ func TestSequentialRunWithUnwrittenOutput(t *testing.T) {
 	assert.Equal(t, map[string]any{"draft": nil}, r.Output, "an unwritten output is null")
 }
 
+func TestOutputsTakeTheirSourceFieldsValues(t *testing.T) {
+	t.Parallel()
+	// An output is named apart from the field it reads.
+	g := newDoc("renamed-outputs").
+		field("x", str(), nil).
+		field("y", str(), map[string]any{"default": "unused"}).
+		nodes("w").
+		edge("e", "$start", "w", nil).
+		output("result", "x").
+		output("other", "y").
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{"w": write("x", "v")})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusDone, r.Status)
+	assert.Equal(t, map[string]any{"result": "v", "other": nil}, r.Output)
+}
+
 func TestFanOutCompletesInNodeOrder(t *testing.T) {
 	t.Parallel()
 	// §12 case 4.
