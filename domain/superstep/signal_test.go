@@ -231,6 +231,31 @@ func TestResolvingLeavesTheResolvedRunUntouched(t *testing.T) {
 	assert.Equal(t, []string{"state:a", "state:b", "state:c", "state:d"}, m.Run.ChangedChannels)
 }
 
+func TestResolutionFoldsOntoACommittedNull(t *testing.T) {
+	t.Parallel()
+	// A field written null holds a value: first_value keeps it against a
+	// resolution as it would against a node's write.
+	g := newDoc("null-first").
+		field("answer", str(), map[string]any{"reducer": map[string]any{"type": "first_value"}}).
+		nodes("w", "ask").
+		edge("ew", "$start", "w", nil).
+		edge("ea", "$start", "ask", nil).
+		compile(t, graph.Options{})
+	h := newHarness(t, g, map[string]behavior{
+		"w": write("answer", nil),
+		"ask": func(superstep.Activation) superstep.Result {
+			return superstep.Result{Outcome: superstep.OutcomeInterrupt, Interrupt: &superstep.InterruptRequest{ID: "q", ResumeChannel: "answer"}}
+		},
+	})
+	r := h.drive(h.start(nil))
+	require.Equal(t, run.StatusWaiting, r.Status)
+	require.Equal(t, run.Channel{ID: "state:answer", Value: nil, Version: 1}, channelOf(r, "state:answer"))
+	m, err := superstep.ResolveInterrupt(g, r, "q", "yes", h.env())
+	require.NoError(t, err)
+	checkMoment(t, r, m)
+	assert.Equal(t, run.Channel{ID: "state:answer", Value: nil, Version: 2}, channelOf(m.Run, "state:answer"))
+}
+
 func TestResolutionMomentIsDeterministic(t *testing.T) {
 	t.Parallel()
 	// §12 case 36.
