@@ -187,6 +187,22 @@ func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
 	assert.Equal(t, epoch, info.WakeAt, "the yield is due at once")
 }
 
+// A fused chain is no way around the moment budget: a step that uses the
+// last moment yields instead of taking the run's completion along.
+func TestTheMomentBudgetStopsAFusedChain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.write"))
+	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Budget.MaxMoments = 1 })
+	out := v.Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionImmediate, out.Park, "the step yields; its completion waits for the next claim")
+	assert.Equal(t, vehicle.BudgetMaxMoments, out.Budget)
+	assert.Equal(t, 1, out.Committed)
+	info := f.info(t)
+	assert.Equal(t, run.StatusRunning, info.Run.Status)
+	assert.False(t, info.Claimed())
+}
+
 func TestAStoppingHostYieldsAtTheNextContinue(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, twoSteps("t.write"))
