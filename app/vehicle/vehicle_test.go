@@ -372,6 +372,24 @@ func TestGraphsThisHostCannotUseAreHandedBack(t *testing.T) {
 // store clock, which bounds the claims' now, so a backoff from the host's
 // clock alone would leave the run due again at once (and a poisoning
 // hand-back would spend its abandons in as many claim polls).
+// A host whose clock lags the claimer's runs what the claimer found due:
+// it does not defer (and so hand back, again and again) a retry that is
+// due by the claim's clock but not yet by its own.
+func TestAHostWhoseClockLagsRunsWhatTheClaimFoundDue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.flaky", graph.Retry(3, 60_000)))
+	out := f.vehicle(t, f.store).Drive(context.Background(), f.claim(t))
+	require.Equal(t, vehicle.Parked, out.Kind)
+	require.Equal(t, run.DispositionAt, out.Park)
+
+	f.clock.Set(epoch.Add(time.Minute)) // the retry is due: claimed
+	out = f.vehicle(t, f.store, func(c *vehicle.Config) { c.Clock = &clock{now: epoch} }).
+		Drive(context.Background(), f.claim(t))
+	assert.Equal(t, vehicle.Parked, out.Kind)
+	assert.Equal(t, run.DispositionTerminal, out.Park)
+	assert.Equal(t, run.StatusDone, f.info(t).Run.Status)
+}
+
 func TestAHostWhoseClockLagsBacksOffFromTheClaim(t *testing.T) {
 	t.Parallel()
 	lagging := func(c *vehicle.Config) { c.Clock = &clock{now: epoch.Add(-time.Hour)} }
