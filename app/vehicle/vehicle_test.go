@@ -290,6 +290,45 @@ func TestNothingDueIsDeferredToTheEarliestDeadline(t *testing.T) {
 	assert.Equal(t, epoch.Add(time.Minute), info.WakeAt)
 }
 
+// steppingClock reads first, then after from its second reading on.
+type steppingClock struct {
+	mu           sync.Mutex
+	read         bool
+	first, after time.Time
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read {
+		return c.after
+	}
+	c.read = true
+	return c.first
+}
+
+// A deadline that passes between the plan and the hand-back is deferred to
+// now, not turned into a hand-back the store refuses (a discard).
+func TestADeadlineThatPassesWhileDeferringWakesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.flaky", graph.Retry(3, 60_000)))
+	out := f.vehicle(t, f.store).Drive(context.Background(), f.claim(t))
+	require.Equal(t, vehicle.Parked, out.Kind)
+	require.Equal(t, run.DispositionAt, out.Park)
+
+	f.clock.Set(epoch.Add(time.Minute))
+	lease := f.claim(t)
+	lease.ClaimedAt = epoch // claimed by a host whose clock ran ahead
+	out = f.vehicle(t, f.store, func(c *vehicle.Config) {
+		c.Clock = &steppingClock{first: epoch.Add(30 * time.Second), after: epoch.Add(90 * time.Second)}
+	}).Drive(context.Background(), lease)
+	assert.Equal(t, vehicle.Deferred, out.Kind, "%v", out.Err)
+	assert.Equal(t, ports.AbandonRescheduled, out.Abandon)
+	info := f.info(t)
+	assert.False(t, info.Claimed())
+	assert.Equal(t, epoch.Add(90*time.Second), info.WakeAt)
+}
+
 func TestAFailedCommitIsDiscardedAndReleased(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, single("t.write"))
