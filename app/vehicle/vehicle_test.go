@@ -490,6 +490,39 @@ func TestNodesDoneIsToldBeforeAFailedFinalCommit(t *testing.T) {
 	assert.False(t, f.info(t).Claimed(), "the claim is still released")
 }
 
+// handBackWatch records, for every hand-back, whether the drive had
+// already said that its node work was over.
+type handBackWatch struct {
+	ports.RunStore
+	nodesDone      *int
+	doneAtHandBack []int
+}
+
+func (s *handBackWatch) AbandonClaim(ctx context.Context, runID string, token ports.ClaimToken, p claim.AbandonParams) (ports.AbandonResult, error) {
+	s.doneAtHandBack = append(s.doneAtHandBack, *s.nodesDone)
+	return s.RunStore.AbandonClaim(ctx, runID, token, p)
+}
+
+// A drive that finds nothing due runs no node: its slot goes to the next
+// claim before it hands its own back.
+func TestNodesDoneIsToldBeforeADeferringHandBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, single("t.flaky", graph.Retry(3, 60_000)))
+	out := f.vehicle(t, f.store).Drive(context.Background(), f.claim(t))
+	require.Equal(t, run.DispositionAt, out.Park)
+
+	f.clock.Set(epoch.Add(time.Minute))
+	lease := f.claim(t)
+	lease.ClaimedAt = epoch // claimed by a host whose clock ran ahead
+	f.clock.Set(epoch)
+	calls := 0
+	store := &handBackWatch{RunStore: f.store, nodesDone: &calls}
+	out = f.vehicle(t, store).DriveNotifying(context.Background(), lease, func() { calls++ })
+	assert.Equal(t, vehicle.Deferred, out.Kind)
+	assert.Equal(t, []int{1}, store.doneAtHandBack)
+	assert.Equal(t, 1, calls)
+}
+
 // fetchWatch notes when a drive has read its graph.
 type fetchWatch struct {
 	ports.GraphStore
