@@ -322,6 +322,40 @@ func TestManualDrainRunsDrivesDueRunsSynchronously(t *testing.T) {
 	assert.ErrorIs(t, err, engine.ErrTestingModeRequired)
 }
 
+// An admission that only poisons is no sign that nothing is due:
+// DrainRuns goes on to the runs behind it.
+func TestDrainRunsDrivesTheRunsBehindAdmissionPoison(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(true)
+	e := manual(t, h, newKit(), func(c *engine.Config) {
+		c.Dispatcher.OrphanTTL = time.Minute
+		c.Dispatcher.MaxClaimAttempts = 1
+	})
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	for range 2 {
+		_, err := e.StartRun(ctx, ref, map[string]any{"value": "v"})
+		require.NoError(t, err)
+	}
+	// A worker claims both and dies: their next admission poisons them.
+	lost, err := h.store.ClaimDue(ctx, claim.Request{Now: h.clock.Now(), Limit: 2, OrphanTTL: time.Minute, MaxClaimAttempts: 1})
+	require.NoError(t, err)
+	require.Len(t, lost.Leases, 2)
+	h.clock.Advance(2 * time.Minute)
+	healthy, err := e.StartRun(ctx, ref, map[string]any{"value": "v"})
+	require.NoError(t, err)
+
+	sum, err := e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	assert.Len(t, sum.Poisoned, 2)
+	assert.Equal(t, 1, sum.Drained)
+	assert.False(t, sum.LimitReached)
+	done, err := e.FetchRun(ctx, healthy.ID)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
 func TestHostIncompatibleGraphsAreHandedBackWithoutPoison(t *testing.T) {
 	t.Parallel()
 	onBackends(t, hostIncompatibility)
