@@ -82,3 +82,22 @@ func TestRestedRunsKeepOnlyRunsAnAwaitIsWaitingFor(t *testing.T) {
 	e.rested.mu.Unlock()
 	assert.Zero(t, kept, "finished runs nobody awaits are kept in memory")
 }
+
+// The rested runs hold a committed run only while an AwaitRun of it is in
+// flight: one committed with no awaiter is not kept, and the last awaiter
+// to leave drops the one it was kept for.
+func TestRestedRunsAreKeptOnlyWhileAwaited(t *testing.T) {
+	t.Parallel()
+	var c restedRuns
+	owner := ports.Tenant("t")
+	c.put(owner, &run.Run{ID: "unawaited", CheckpointSeq: 2, Status: run.StatusDone})
+	assert.Nil(t, c.newer(owner, "unawaited", 1, time.Time{}), "nobody awaited it")
+
+	first, second := c.await(owner, "a"), c.await(owner, "a")
+	c.put(owner, &run.Run{ID: "a", CheckpointSeq: 2, Status: run.StatusDone})
+	first()
+	assert.NotNil(t, c.newer(owner, "a", 1, time.Time{}), "an awaiter is still in flight")
+	second()
+	assert.Nil(t, c.newer(owner, "a", 1, time.Time{}), "the last awaiter left")
+	assert.Empty(t, c.runs)
+}
