@@ -101,3 +101,19 @@ func TestRestedRunsAreKeptOnlyWhileAwaited(t *testing.T) {
 	assert.Nil(t, c.newer(owner, "a", 1, time.Time{}), "the last awaiter left")
 	assert.Empty(t, c.runs)
 }
+
+// An insertion stands in for an AwaitRun's first read only within its
+// window: after it, another engine may have moved the run, and the await
+// must read it rather than wait a poll interval on a stale checkpoint.
+func TestAnInsertionStandsInForAReadOnlyWithinItsWindow(t *testing.T) {
+	t.Parallel()
+	var c startedRuns
+	owner := ports.Tenant("t")
+	at := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	c.put(owner, "a", startedRun{seq: 1, startedAt: at, at: at})
+	seq, _, ok := c.since(owner, "a", at.Add(time.Second-1), time.Second)
+	assert.True(t, ok)
+	assert.Equal(t, int64(1), seq)
+	_, _, ok = c.since(owner, "a", at.Add(time.Second), time.Second)
+	assert.False(t, ok, "the window has passed")
+}
