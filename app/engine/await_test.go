@@ -66,6 +66,29 @@ func TestAwaitRightAfterStartSkipsTheFirstRead(t *testing.T) {
 	assert.EqualValues(t, 1, counting.inspects.Swap(0), "committed since its start: read")
 }
 
+// A run this engine started and then finished before anyone awaited it is
+// read at once: its insertion no longer stands in for the first read, so
+// the await does not wait a poll interval on a checkpoint long past.
+func TestAwaitAfterThisEngineFinishedTheRunReadsAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	e := manual(t, h, newKit(), func(c *engine.Config) { c.AwaitPollInterval = time.Hour })
+	ctx := context.Background()
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"})
+	require.NoError(t, err)
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+
+	// Neither the poll interval nor the await's timeout comes first.
+	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
+	defer cancel()
+	done, err := e.AwaitRun(wctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
 // A run started here and finished by another engine is still found: the
 // insertion only replaces the first read, the next read comes within the
 // poll interval, and nothing this engine knows is returned as news.
