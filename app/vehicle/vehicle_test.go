@@ -356,6 +356,21 @@ func TestInvariantViolationsCrashAndLeaveTheClaimToExpire(t *testing.T) {
 		Drive(context.Background(), g.claim(t))
 	assert.Equal(t, vehicle.Crashed, out.Kind, "a rejected proposal is a runtime bug, not a retry")
 	assert.True(t, g.info(t).Claimed())
+
+	// A run whose pinned graph is gone is not released into a hot loop of
+	// claims: it crashes, and max_claim_attempts poisons it.
+	m := newFixture(t, single("t.write"))
+	out = m.vehicle(t, m.store, func(c *vehicle.Config) { c.Graphs = missingGraphs{m.store} }).
+		Drive(context.Background(), m.claim(t))
+	assert.Equal(t, vehicle.Crashed, out.Kind)
+	assert.True(t, m.info(t).Claimed())
+}
+
+// missingGraphs has lost every graph.
+type missingGraphs struct{ ports.GraphStore }
+
+func (missingGraphs) FetchGraph(context.Context, ports.OwnerScope, ports.GraphRef) (*graph.Graph, error) {
+	return nil, ports.ErrNotFound
 }
 
 func TestACancelledDriveLeavesItsClaim(t *testing.T) {
