@@ -66,6 +66,19 @@ func (s *fakeStore) releases() []string {
 	return append([]string(nil), s.released...)
 }
 
+// recv returns the next value of ch, failing the test when none comes
+// within wait: a regression makes the test fail, not hang the package.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("%s never happened", what)
+		panic("unreachable")
+	}
+}
+
 func (s *fakeStore) waitCall(t *testing.T, n int) {
 	t.Helper()
 	for {
@@ -145,12 +158,12 @@ func TestDemandIsTheFreeConcurrency(t *testing.T) {
 	})
 	require.NoError(t, d.Start(context.Background()))
 	for range 3 {
-		<-started
+		recv(t, started, "a drive start")
 	}
 	d.RequestPoll() // no free slot: no query
 	release <- struct{}{}
 	store.waitCall(t, 2)
-	<-started
+	recv(t, started, "a drive start")
 	assert.Equal(t, []int{3, 1}, store.limits(), "the first poll asks for every slot, the next for the one freed")
 	close(release)
 	require.NoError(t, d.Stop(context.Background()))
@@ -181,7 +194,7 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	require.NoError(t, d.Start(context.Background()))
 	// c1-0 frees its slot before it reports its start, so c2-0 may report
 	// first; both started while c1-0 still blocks is what counts.
-	assert.ElementsMatch(t, []string{"c1-0", "c2-0"}, []string{<-started, <-started},
+	assert.ElementsMatch(t, []string{"c1-0", "c2-0"}, []string{recv(t, started, "a drive start"), recv(t, started, "a drive start")},
 		"the finishing drive's slot went to the next claim")
 	// c2-0 found no free finishing place, so it keeps its slot: no third
 	// claim while it runs, whatever is requested.
@@ -195,7 +208,7 @@ func TestAFinishingDriveGivesItsSlotToTheNextClaim(t *testing.T) {
 	assert.Equal(t, []int{1, 1}, store.limits())
 
 	close(finish["c2-0"])
-	assert.Equal(t, "c3-0", <-started, "the slot is free again once the drive that kept it ends")
+	assert.Equal(t, "c3-0", recv(t, started, "a drive start"), "the slot is free again once the drive that kept it ends")
 	require.NoError(t, d.Stop(context.Background()))
 }
 
@@ -214,7 +227,7 @@ func TestAFinishingDriveWithoutASubscriptionPollsWhenItEnds(t *testing.T) {
 	})
 	require.NoError(t, d.Start(context.Background()))
 	store.waitCall(t, 1)
-	<-finishing
+	recv(t, finishing, "a drive finishing")
 	select {
 	case call := <-store.entered:
 		t.Fatalf("claim %d while the only run was still finishing after a short poll", call)
@@ -245,9 +258,9 @@ func TestAFinishingDriveEndsWithoutAPollWhileSubscribed(t *testing.T) {
 	require.NoError(t, d.Start(context.Background()))
 	store.waitCall(t, 1)
 	require.Eventually(t, d.Listening, wait, time.Millisecond)
-	<-finishing
+	recv(t, finishing, "a drive finishing")
 	close(finish)
-	<-ended
+	recv(t, ended, "a drive end")
 	select {
 	case call := <-store.entered:
 		t.Fatalf("claim %d after a finishing drive ended: the store announces what its commit made due", call)
@@ -277,8 +290,8 @@ func TestStopWaitsForFinishingDrives(t *testing.T) {
 		}
 	})
 	require.NoError(t, d.Start(context.Background()))
-	<-finishing
-	<-finishing
+	recv(t, finishing, "a drive finishing")
+	recv(t, finishing, "a drive finishing")
 	err := d.Stop(context.Background())
 	require.ErrorIs(t, err, context.DeadlineExceeded, "finishing drives are in-flight work")
 	assert.Contains(t, err.Error(), "2 vehicle(s)")
@@ -303,7 +316,7 @@ func TestStopReturnsOnceFinishingDrivesEnd(t *testing.T) {
 		}
 	})
 	require.NoError(t, d.Start(context.Background()))
-	<-finishing
+	recv(t, finishing, "a drive finishing")
 	stopped := make(chan error)
 	go func() { stopped <- d.Stop(context.Background()) }()
 	select {
@@ -390,7 +403,7 @@ func TestStopGivesUpAtTheDrainTimeoutAndCancelsVehicles(t *testing.T) {
 		}
 	})
 	require.NoError(t, d.Start(context.Background()))
-	<-running
+	recv(t, running, "a running drive")
 	err := d.Stop(context.Background())
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	select {

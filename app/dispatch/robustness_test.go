@@ -128,7 +128,7 @@ func TestStopDoesNotWaitForeverForOnPoisoned(t *testing.T) {
 				}
 			})
 			require.NoError(t, d.Start(context.Background()))
-			<-called
+			recv(t, called, "the poison callback")
 
 			stopped := make(chan error, 1)
 			begin := time.Now()

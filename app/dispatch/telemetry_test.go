@@ -112,8 +112,8 @@ func TestPollsAreReportedOncePerPollWithTheirClaims(t *testing.T) {
 	})
 	require.NoError(t, d.Start(context.Background()))
 	store.waitCall(t, 2) // poison asks for an immediate second poll
-	<-exited
-	<-exited
+	recv(t, exited, "a drive exit")
+	recv(t, exited, "a drive exit")
 	require.NoError(t, d.Stop(context.Background()))
 
 	polls := tel.spansNamed(ports.FactDispatcherPoll)
@@ -253,7 +253,7 @@ func TestTheStateCountsFinishingDrives(t *testing.T) {
 		return out
 	}
 	require.NoError(t, d.Start(context.Background()))
-	<-finishing
+	recv(t, finishing, "a drive finishing")
 	store.waitCall(t, 1)
 	// The count is read whenever the state changes: the place the drive
 	// gave up is such a change.
