@@ -243,6 +243,18 @@ func checkMoment(t tb, prev *run.Run, m *run.Moment) {
 		seq, events = prev.CheckpointSeq, prev.EventSeq
 	}
 	require.Equal(t, seq+1, m.Run.CheckpointSeq, "checkpoint seq advances by one")
+	// Every moment is stamped with the time it was proposed at: the run's
+	// update, each event and, on a terminal run, its end; the start stays.
+	require.True(t, m.Run.UpdatedAt.Equal(m.ProposedAt), "updated_at %v is the proposal's time %v", m.Run.UpdatedAt, m.ProposedAt)
+	if prev != nil && prev.CheckpointSeq > 0 {
+		require.True(t, m.Run.StartedAt.Equal(prev.StartedAt), "started_at never changes")
+	}
+	if m.Run.Status.Terminal() {
+		require.True(t, m.Run.FinishedAt.Equal(m.ProposedAt), "a terminal run ends at its proposal's time")
+	}
+	for _, e := range m.Events {
+		require.True(t, e.Timestamp.Equal(m.ProposedAt), "event %s is stamped at the proposal's time", e.Type)
+	}
 	require.NotEmpty(t, m.Events)
 	for i, e := range m.Events {
 		require.Equal(t, events+int64(i)+1, e.Seq, "event seqs are contiguous")
