@@ -46,7 +46,7 @@ type Run struct {
 	FinishedAt      time.Time // non-zero iff terminal
 	Step            int       // number of committed barriers
 	Channels        Channels
-	BarrierSeen     map[string][]string // by barrier channel ID (also a key of Channels): sorted sources seen since it last fired
+	BarrierSeen     map[string][]string // by barrier channel ID (also a channel of Channels): sorted sources seen since it last fired
 	ChangedChannels []string            // sorted set: what the last init/barrier/resolution changed
 	PendingNodes    []string            // sorted set: nodes with an open or resolved-but-not-rerun interrupt
 	ActiveTasks     map[string]TaskState
