@@ -839,15 +839,30 @@ func room[V any](d *reader, n int, keySize uintptr) int {
 
 // each reads an object of records keyed by ID, null meaning nil.
 func each[V any](d *reader, p docPath, k string, read func(path docPath) V) map[string]V {
+	var out map[string]V
+	entries[V](d, p, k, unsafe.Sizeof(""), func(n int) { out = make(map[string]V, n) }, func(id string, path docPath) {
+		before := len(out)
+		out[id] = read(path)
+		if len(out) == before {
+			d.failf(path.base, "duplicate key %q", id)
+		}
+	})
+	return out
+}
+
+// entries reads an object keyed by ID, null meaning absent: open is told
+// how many entries of V (with keys of keySize) to make room for once the
+// object begins, then entry reads each one in document order.
+func entries[V any](d *reader, p docPath, k string, keySize uintptr, open func(n int), entry func(id string, path docPath)) {
 	if d.s.Null() {
-		return nil
+		return
 	}
-	n := room[V](d, d.s.Len(), unsafe.Sizeof(""))
+	n := room[V](d, d.s.Len(), keySize)
 	if !d.s.Object() {
 		d.mismatch(p.at(k), "want an object or null")
-		return nil
+		return
 	}
-	out := make(map[string]V, n)
+	open(n)
 	base := p.at(k) // no allocation for the run's own keys
 	d.level++
 	defer func() { d.level-- }()
@@ -857,13 +872,8 @@ func each[V any](d *reader, p docPath, k string, read func(path docPath) V) map[
 			break
 		}
 		id := string(key)
-		before := len(out)
-		out[id] = read(docPath{base: base, entry: id, kind: entryPath})
-		if len(out) == before {
-			d.failf(base, "duplicate key %q", id)
-		}
+		entry(id, docPath{base: base, entry: id, kind: entryPath})
 	}
-	return out
 }
 
 // list reads a list of records, null meaning nil.
@@ -955,27 +965,9 @@ func (d *reader) run() *Run {
 // channels reads the run's channels, taking their barrier sets apart. A
 // document keeps them in canonical key order, a jsonb column in its own:
 // the list is sorted by ID when it is not already.
-func (d *reader) channels(p docPath, k string) (Channels, map[string][]string) {
-	if d.s.Null() {
-		return nil, nil
-	}
-	n := room[Channel](d, d.s.Len(), 0)
-	if !d.s.Object() {
-		d.mismatch(p.at(k), "want an object or null")
-		return nil, nil
-	}
-	var barrierSeen map[string][]string
-	channels := make(Channels, 0, n)
-	base := p.at(k) // no allocation for the run's own keys
-	d.level++
-	defer func() { d.level-- }()
-	for d.ok() {
-		key, more := d.s.Key()
-		if !more {
-			break
-		}
-		id := string(key)
-		c, seen := d.channel(docPath{base: base, entry: id, kind: entryPath})
+func (d *reader) channels(p docPath, k string) (channels Channels, barrierSeen map[string][]string) {
+	entries[Channel](d, p, k, 0, func(n int) { channels = make(Channels, 0, n) }, func(id string, path docPath) {
+		c, seen := d.channel(path)
 		c.ID = id
 		channels = append(channels, c)
 		if seen != nil {
@@ -984,12 +976,12 @@ func (d *reader) channels(p docPath, k string) (Channels, map[string][]string) {
 			}
 			barrierSeen[id] = seen
 		}
-	}
+	})
 	if !channels.sorted() {
 		slices.SortStableFunc(channels, compareChannels)
 		for i := 1; i < len(channels); i++ {
 			if channels[i-1].ID == channels[i].ID {
-				d.failf(base, "duplicate key %q", channels[i].ID)
+				d.failf(p.at(k), "duplicate key %q", channels[i].ID)
 				break
 			}
 		}
