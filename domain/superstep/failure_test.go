@@ -421,9 +421,11 @@ func TestPermanentFailureAfterAParkDiscardsParkedResults(t *testing.T) {
 	assert.Equal(t, 1, steadyRuns)
 }
 
-func TestCorruptedPendingWriteFailsAtTheBarrier(t *testing.T) {
-	t.Parallel()
-	// §12 case 29.
+// driveCorruptedPendingWrite parks the parallel retry run with one
+// pending write, replaces that write's kind and value (a corruption the
+// run's own validation cannot see) and drives the run on.
+func driveCorruptedPendingWrite(t *testing.T, kind string, value map[string]any) (*harness, *run.Run) {
+	t.Helper()
 	g := parallelRetryDoc(3, 0).compile(t, graph.Options{})
 	h := newHarness(t, g, parallelRetryNodes(1))
 	r := h.start(nil)
@@ -432,10 +434,16 @@ func TestCorruptedPendingWriteFailsAtTheBarrier(t *testing.T) {
 
 	corrupted := *parked
 	corrupted.PendingWrites = []run.PendingWrite{parked.PendingWrites[0]}
-	corrupted.PendingWrites[0].Value = map[string]any{"ghost": "x"}
+	corrupted.PendingWrites[0].Kind = kind
+	corrupted.PendingWrites[0].Value = value
 	require.NoError(t, corrupted.Validate())
+	return h, h.drive(&corrupted)
+}
 
-	done := h.drive(&corrupted)
+func TestCorruptedPendingWriteFailsAtTheBarrier(t *testing.T) {
+	t.Parallel()
+	// §12 case 29.
+	h, done := driveCorruptedPendingWrite(t, run.WriteUpdate, map[string]any{"ghost": "x"})
 	require.Equal(t, run.StatusFailed, done.Status)
 	assert.Equal(t, "node_failed", done.Failure.Code)
 	assert.Contains(t, done.Failure.Details["errors"].(map[string]any)["steady"], "unknown field")
@@ -447,21 +455,9 @@ func TestParkedInterruptWithAnUnknownKeyFailsAtTheBarrier(t *testing.T) {
 	t.Parallel()
 	// A parked interrupt is read back key by key: one the runtime never
 	// writes means the stored write is corrupt, and is not dropped silently.
-	g := parallelRetryDoc(3, 0).compile(t, graph.Options{})
-	h := newHarness(t, g, parallelRetryNodes(1))
-	r := h.start(nil)
-	_, m := h.advance(r)
-	parked := h.accept(r, m)
-
-	corrupted := *parked
-	corrupted.PendingWrites = []run.PendingWrite{parked.PendingWrites[0]}
-	corrupted.PendingWrites[0].Kind = run.WriteInterrupt
-	corrupted.PendingWrites[0].Value = map[string]any{
+	_, done := driveCorruptedPendingWrite(t, run.WriteInterrupt, map[string]any{
 		"node_id": "steady", "resume_channel": "steady_out", "metadata": map[string]any{}, "priority": "high",
-	}
-	require.NoError(t, corrupted.Validate())
-
-	done := h.drive(&corrupted)
+	})
 	require.Equal(t, run.StatusFailed, done.Status)
 	assert.Equal(t, "steady", done.Failure.NodeID)
 	assert.Contains(t, done.Failure.Details["errors"].(map[string]any)["steady"], `unknown key "priority"`)

@@ -14,9 +14,7 @@ import (
 
 func TestPlanningIsDeterministic(t *testing.T) {
 	t.Parallel()
-	g := msGraph(t)
-	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
-	r := h.start(nil)
+	g, h, r := startMS(t)
 	_, m := h.advance(r)
 	r = h.accept(r, m)
 
@@ -75,9 +73,7 @@ func TestSiblingActivationsDoNotOwnTheirSharedSnapshot(t *testing.T) {
 	// Sibling activations of one superstep share one snapshot: none may be
 	// handed to its node uncopied, or one node's change would show in the
 	// other's view.
-	g := msGraph(t)
-	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
-	r := h.start(nil)
+	g, h, r := startMS(t)
 	step, err := superstep.Advance(g, r, h.env())
 	require.NoError(t, err)
 	require.Len(t, step.Activations, 1)
@@ -97,9 +93,7 @@ func TestSettleIgnoresTheOrderOfTheActivations(t *testing.T) {
 	t.Parallel()
 	// An executor may hand back a superstep's activations in any order,
 	// each with its result: the moment is the same.
-	g := msGraph(t)
-	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
-	r := h.start(nil)
+	g, h, r := startMS(t)
 	_, m := h.advance(r)
 	r = h.accept(r, m)
 
@@ -306,4 +300,13 @@ func TestInterruptNeedsAnIDGenerator(t *testing.T) {
 	same := superstep.Env{Now: t0, NewInterruptID: func() string { return "" }}
 	_, err = superstep.Settle(g, r, step, h.execute(step), same)
 	assert.ErrorIs(t, err, superstep.ErrInvalidRun)
+}
+
+// startMS starts a run of msGraph whose every node echoes: source first,
+// then left and right beside each other, then combine.
+func startMS(t *testing.T) (*graph.Compiled, *harness, *run.Run) {
+	t.Helper()
+	g := msGraph(t)
+	h := newHarness(t, g, map[string]behavior{"source": echo(), "left": echo(), "right": echo(), "combine": echo()})
+	return g, h, h.start(nil)
 }
