@@ -401,3 +401,48 @@ func TestFinishingCommitsAndInsertionsOfManyScopesAllLandSideBySide(t *testing.T
 		`SELECT COALESCE(sum(unfinished_count), 0) FROM %s.docket_claim_schedule`, pgx.Identifier{env.schema}.Sanitize())).Scan(&unfinished))
 	assert.Equal(t, int64(rounds*insertions), unfinished, "every scope's count holds its unfinished runs")
 }
+
+// A server error that only one commit of a shared statement causes (here
+// a trigger refusing one run's update) rolls the statement back; the
+// batch is retried one commit at a time, so the error is that run's alone
+// and the others land.
+func TestAServerErrorOfOneCommitFailsOnlyItsOwnCommitInABatch(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 3)
+	fn, runsTable := env.schema+`.refuse_one_run`, env.table("docket_runs")
+	_, err := env.pool.Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.run_id = '`+runs[1].ID+`' AND NEW.checkpoint_seq <> OLD.checkpoint_seq THEN
+				RAISE EXCEPTION 'refused by the test';
+			END IF;
+			RETURN NEW;
+		END $$`)
+	require.NoError(t, err)
+	_, err = env.pool.Exec(ctx, `CREATE TRIGGER refuse_one_run BEFORE UPDATE ON `+runsTable+
+		` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
+	require.NoError(t, err)
+	t.Cleanup(func() { // the schema serves later tests
+		_, _ = env.pool.Exec(context.Background(), `DROP TRIGGER refuse_one_run ON `+runsTable+`; DROP FUNCTION `+fn+`()`)
+	})
+
+	now := time.Now()
+	params := make([]ports.CommitParams, len(runs))
+	for i, r := range runs {
+		params[i] = ports.CommitParams{Moment: nextMoment(r, "batch", continueDisposition, now), ClaimToken: leases[r.ID].Token}
+	}
+	errs := env.store.CommitBatchForTest(ctx, ports.Tenantless(), params)
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	require.NoError(t, errs[2])
+	for i, r := range runs {
+		stored, err := env.store.FetchRun(ctx, ports.System(), r.ID)
+		require.NoError(t, err)
+		want := params[i].Moment.Run.CheckpointSeq
+		if i == 1 {
+			want = r.CheckpointSeq
+		}
+		assert.Equal(t, want, stored.CheckpointSeq, "run %d", i)
+	}
+}
