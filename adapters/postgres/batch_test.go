@@ -446,3 +446,43 @@ func TestAServerErrorOfOneCommitFailsOnlyItsOwnCommitInABatch(t *testing.T) {
 		assert.Equal(t, want, stored.CheckpointSeq, "run %d", i)
 	}
 }
+
+// An event's absent node, channel and task ids are stored as NULL, as
+// docs/postgres.md documents for SQL readers of docket_events, whichever
+// way the write went (an insertion's or a commit's event arrays).
+func TestAbsentEventIDsAreStoredAsNull(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 2)
+	now := time.Now()
+	params := make([]ports.CommitParams, len(runs))
+	for i, r := range runs {
+		params[i] = ports.CommitParams{Moment: nextMoment(r, "ids", continueDisposition, now), ClaimToken: leases[r.ID].Token}
+	}
+	for _, err := range env.store.CommitBatchForTest(ctx, ports.Tenantless(), params) {
+		require.NoError(t, err)
+	}
+	rows, err := env.pool.Query(ctx, `SELECT run_id, seq, node_id IS NULL, channel_id IS NULL, task_id IS NULL, node_id, channel_id, task_id
+		FROM `+env.table("docket_events")+` WHERE run_id = ANY($1) ORDER BY run_id, seq`, []string{runs[0].ID, runs[1].ID})
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var (
+			runID                       string
+			seq                         int64
+			nodeNull, chanNull, taskNul bool
+			node, channel, task         *string
+		)
+		require.NoError(t, rows.Scan(&runID, &seq, &nodeNull, &chanNull, &taskNul, &node, &channel, &task))
+		e, err := env.store.FetchEvent(ctx, ports.System(), runID, seq)
+		require.NoError(t, err)
+		assert.Equal(t, e.NodeID == "", nodeNull, "%s#%d node_id %v", runID, seq, node)
+		assert.Equal(t, e.ChannelID == "", chanNull, "%s#%d channel_id %v", runID, seq, channel)
+		assert.Equal(t, e.TaskID == "", taskNul, "%s#%d task_id %v", runID, seq, task)
+		seen++
+	}
+	require.NoError(t, rows.Err())
+	require.Greater(t, seen, len(runs), "the start events and the committed ones")
+}
