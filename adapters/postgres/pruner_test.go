@@ -248,3 +248,24 @@ func TestAPrunerWhoseClockRunsAheadKeepsRowsTheDatabaseStillRetains(t *testing.T
 	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
 	assert.ErrorIs(t, err, ports.ErrNotFound)
 }
+
+// Events and runs age out at their own retentions: with events kept for
+// less time than runs, a pass deletes a finished run's old events and
+// keeps the run itself until its own, longer, retention passes.
+func TestPrunePassKeepsEachRetentionApart(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
+	ctx := context.Background()
+	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
+	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: t0})
+	})
+	require.NoError(t, err)
+	cfg := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: 3 * time.Hour, BatchSize: 100, KeepGraphVersions: 10}
+	res, err := env.store.PrunePass(ctx, cfg, t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.Zero(t, res.RunsDeleted, "updated two hours ago, retained for three")
+	assert.Positive(t, res.EventsDeleted, "inserted two hours ago, retained for one")
+	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
+	require.NoError(t, err)
+}
