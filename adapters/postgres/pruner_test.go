@@ -269,3 +269,28 @@ func TestPrunePassKeepsEachRetentionApart(t *testing.T) {
 	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
 	require.NoError(t, err)
 }
+
+// An engine's pruner on a host whose clock runs behind the database's
+// deletes no more than its own cutoffs say: only a pruner ahead of the
+// database has its cutoffs moved (back).
+func TestAPrunerWhoseClockRunsBehindKeepsItsOwnCutoffs(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
+	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: t0})
+	})
+	require.NoError(t, err)
+
+	// Retention one hour, pruner clock two hours before the database's.
+	clock.Set(t0.Add(2 * time.Hour))
+	pass := ports.PrunePassParams{EventsBefore: t0.Add(-time.Hour), RunsBefore: t0.Add(-time.Hour),
+		KeepGraphVersions: 10, BatchSize: 100, Now: t0}
+	res, err := env.store.PruneWholePass(ctx, pass)
+	require.NoError(t, err)
+	assert.Equal(t, ports.PrunePassResult{}, res, "nothing is older than the pruner's cutoffs")
+	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
+	require.NoError(t, err)
+}
