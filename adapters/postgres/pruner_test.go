@@ -294,3 +294,29 @@ func TestAPrunerWhoseClockRunsBehindKeepsItsOwnCutoffs(t *testing.T) {
 	_, err = env.store.FetchRun(ctx, ports.System(), finished.ID)
 	require.NoError(t, err)
 }
+
+// A bounded run prune takes the oldest terminal runs first, as
+// PruneRuns documents: a batch of one deletes the run finished first.
+func TestPruneRunsDeletesTheOldestFirst(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	finished := make([]*run.Run, 2)
+	for i := range finished {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		clock.Set(at)
+		finished[i] = env.insertRun(t, ports.Tenantless(), at, at)
+		_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished[i].ID, func(r *run.Run) (*run.Moment, error) {
+			return superstep.Cancel(r, superstep.Env{Now: at})
+		})
+		require.NoError(t, err)
+	}
+	res, err := env.store.PruneRuns(ctx, ports.PruneParams{Before: t0.Add(time.Hour), BatchSize: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Runs)
+	_, err = env.store.FetchRun(ctx, ports.System(), finished[0].ID)
+	assert.ErrorIs(t, err, ports.ErrNotFound, "the older run goes first")
+	_, err = env.store.FetchRun(ctx, ports.System(), finished[1].ID)
+	assert.NoError(t, err, "the newer one waits for the next batch")
+}
