@@ -320,3 +320,17 @@ func TestPruneRunsDeletesTheOldestFirst(t *testing.T) {
 	_, err = env.store.FetchRun(ctx, ports.System(), finished[1].ID)
 	assert.NoError(t, err, "the newer one waits for the next batch")
 }
+
+// The cutoff is strict: an event inserted at the cutoff itself is kept.
+func TestPruneEventsKeepsAnEventInsertedAtTheCutoff(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
+	ctx := context.Background()
+	r := env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
+	n, err := env.store.PruneEvents(ctx, ports.PruneParams{Before: t0, BatchSize: 100})
+	require.NoError(t, err)
+	assert.Zero(t, n, "inserted at t0, not strictly before it")
+	page, err := env.store.ListEvents(ctx, ports.System(), r.ID, ports.ListEventsParams{Limit: 10})
+	require.NoError(t, err)
+	assert.NotEmpty(t, page.Events)
+}
