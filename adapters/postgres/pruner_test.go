@@ -334,3 +334,32 @@ func TestPruneEventsKeepsAnEventInsertedAtTheCutoff(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, page.Events)
 }
+
+// A version a run references is never picked for deletion, so it does
+// not take the place of an unreferenced surplus version in a bounded
+// pass: a pass of one deletes the oldest version no run references.
+func TestGraphPruningSkipsReferencedVersionsWithinItsBatch(t *testing.T) {
+	t.Parallel()
+	clock := conformance.NewManualClock(t0)
+	env := newEnv(t, envOptions{clock: clock})
+	ctx := context.Background()
+	env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour)) // references the oldest version
+	for i := 1; i <= 2; i++ {
+		clock.Set(t0.Add(time.Duration(i) * time.Minute))
+		g, err := graph.New("pg-fixture").Description(fmt.Sprintf("version %d", i)).
+			Input("topic", schema.String()).Node("n", "fixture.n").
+			Edge("in", graph.Start, "n").Edge("out", "n", graph.Finish).Build()
+		require.NoError(t, err)
+		hash, err := graph.Hash(g)
+		require.NoError(t, err)
+		_, err = env.store.SaveGraph(ctx, ports.Tenantless(), ports.SaveGraphParams{Graph: g, Hash: hash})
+		require.NoError(t, err)
+	}
+	cfg := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: time.Hour, BatchSize: 1, KeepGraphVersions: 1}
+	res, err := env.store.PrunePass(ctx, cfg, t0.Add(time.Minute*3))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.GraphsDeleted, "the middle version, unreferenced and beyond the newest")
+	c := compiledFixture(t)
+	_, err = env.store.FetchGraph(ctx, ports.Tenantless(), ports.GraphRef{GraphID: c.Effective.ID, Hash: c.Hash})
+	assert.NoError(t, err, "the referenced version stays")
+}
