@@ -486,3 +486,26 @@ func TestAbsentEventIDsAreStoredAsNull(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Greater(t, seen, len(runs), "the start events and the committed ones")
 }
+
+// Each commit of a batch parks its run until its own wake time.
+func TestABatchOfCommitsKeepsEachRunsWakeTime(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	runs, leases := claimedRuns(t, env, 2)
+	now := time.Now()
+	wakes := []time.Time{ports.Micros(now.Add(time.Hour)), ports.Micros(now.Add(2 * time.Hour))}
+	params := make([]ports.CommitParams, len(runs))
+	for i, r := range runs {
+		d := run.Disposition{Kind: run.DispositionAt, At: wakes[i], Reason: run.ReasonDrainBudget}
+		params[i] = ports.CommitParams{Moment: nextMoment(r, "at", d, now), ClaimToken: leases[r.ID].Token}
+	}
+	for i, err := range env.store.CommitBatchForTest(ctx, ports.Tenantless(), params) {
+		require.NoError(t, err, "commit %d", i)
+	}
+	for i, r := range runs {
+		info, err := env.store.InspectRun(ctx, ports.System(), r.ID)
+		require.NoError(t, err)
+		assert.True(t, wakes[i].Equal(info.WakeAt), "run %d wakes at %v, not %v", i, info.WakeAt, wakes[i])
+	}
+}
