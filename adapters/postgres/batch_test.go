@@ -509,3 +509,33 @@ func TestABatchOfCommitsKeepsEachRunsWakeTime(t *testing.T) {
 		assert.True(t, wakes[i].Equal(info.WakeAt), "run %d wakes at %v, not %v", i, info.WakeAt, wakes[i])
 	}
 }
+
+// A batch of insertions stores each run's start events under that run:
+// each event is its own insertion's, at its seq (the run_started payload
+// carries each run's own input).
+func TestABatchOfInsertionsStoresEachRunsOwnEvents(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	owner := ports.Tenant(newRunID("tenant"))
+	env.insertRun(t, owner, time.Now(), time.Now()) // the owner's partition exists, so the batch goes as one statement
+	params := []ports.InsertRunParams{
+		startMoment(t, env, owner, newRunID("first")),
+		startMoment(t, env, owner, newRunID("second")),
+		startMoment(t, env, owner, newRunID("third")),
+	}
+	for i, err := range env.store.InsertBatchForTest(ctx, owner, params) {
+		require.NoError(t, err, "insertion %d", i)
+	}
+	for _, p := range params {
+		m := p.Moment
+		page, err := env.store.ListEvents(ctx, owner, m.Run.ID, ports.ListEventsParams{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, page.Events, len(m.Events), "run %s", m.Run.ID)
+		for j, e := range page.Events {
+			want := m.Events[j]
+			want.RunID, want.Timestamp = m.Run.ID, ports.Micros(want.Timestamp)
+			assert.True(t, want.Equal(e), "run %s event %d: stored %+v, proposed %+v", m.Run.ID, e.Seq, e, want)
+		}
+	}
+}
