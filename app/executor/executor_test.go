@@ -454,3 +454,22 @@ func TestAResultReturnedAfterTheDeadlineIsATimeoutHoweverLateTheWaiterWakes(t *t
 		require.Equal(t, timeout, result, "a direct attempt")
 	}
 }
+
+// An owned view is handed over without a copy of its top level, but the
+// lists and maps inside it still belong to the run: a node writing into
+// them changes neither the activation's snapshot nor what a retry sees.
+func TestExecuteCopiesTheContainersInsideALoneOwnedView(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().MustRegister("write", call(func(_ context.Context, in node.Input) (node.Output, error) {
+		in.State["tags"].([]any)[0] = "mutated"
+		in.State["meta"].(map[string]any)["k"] = "mutated"
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg}
+	lone := activation("n", "write")
+	lone.Snapshot = map[string]any{"tags": []any{"go"}, "meta": map[string]any{"k": "v"}}
+	lone.Owned = true
+	execute(t, e, lone)
+	assert.Equal(t, map[string]any{"tags": []any{"go"}, "meta": map[string]any{"k": "v"}}, lone.Snapshot,
+		"values nested in an owned view are the run's")
+}
