@@ -473,3 +473,27 @@ func TestExecuteCopiesTheContainersInsideALoneOwnedView(t *testing.T) {
 	assert.Equal(t, map[string]any{"tags": []any{"go"}, "meta": map[string]any{"k": "v"}}, lone.Snapshot,
 		"values nested in an owned view are the run's")
 }
+
+// Attempts with different deadlines time out each at its own: the first
+// deadline to pass ends only its attempts, and a sibling with a later
+// deadline still returns its result.
+func TestExecuteTimesOutEachAttemptAtItsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	shortEnded := make(chan struct{})
+	reg := node.NewRegistry().
+		MustRegister("short", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+			<-ctx.Done()
+			close(shortEnded)
+			return node.Output{}, ctx.Err()
+		})).
+		// Returns once the short attempt's deadline has ended it.
+		MustRegister("long", call(func(context.Context, node.Input) (node.Output, error) {
+			<-shortEnded
+			return node.Update(map[string]any{"out": "long"}), nil
+		}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 10 * time.Second}
+	results := execute(t, e, withTimeout(activation("a", "short"), 20), activation("b", "long"))
+	assert.Equal(t, "timeout: the attempt ran past its limit of 20ms (the node's timeout_ms)", results[0].Reason)
+	assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{"out": "long"}}, results[1],
+		"the later deadline has not passed")
+}
