@@ -497,3 +497,21 @@ func TestExecuteTimesOutEachAttemptAtItsOwnDeadline(t *testing.T) {
 	assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{"out": "long"}}, results[1],
 		"the later deadline has not passed")
 }
+
+// When the caller's deadline ends the superstep, the node's context ends
+// with DeadlineExceeded, as a context derived from the caller's would.
+func TestAttemptContextEndsWithTheCallersDeadline(t *testing.T) {
+	t.Parallel()
+	seen := make(chan error, 1)
+	reg := node.NewRegistry().MustRegister("wait", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		<-ctx.Done()
+		seen <- ctx.Err()
+		return node.Output{}, ctx.Err()
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: 10 * time.Second}
+	parent, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := e.Execute(parent, "run_1", []superstep.Activation{activation("n", "wait")})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, <-seen, context.DeadlineExceeded)
+}
