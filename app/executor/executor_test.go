@@ -515,3 +515,49 @@ func TestAttemptContextEndsWithTheCallersDeadline(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, <-seen, context.DeadlineExceeded)
 }
+
+// A direct attempt whose node panics or exits only after its deadline has
+// passed settles as the timeout, as Execute settles it: what the node did
+// once it had run out of time is not its result.
+func TestADirectAttemptThatPanicsOrExitsAfterItsDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	pastDeadline := func(ctx context.Context) {
+		deadline, _ := ctx.Deadline()
+		for time.Now().Before(deadline.Add(2 * time.Millisecond)) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	reg := node.NewRegistry().
+		MustRegister("panic", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+			pastDeadline(ctx)
+			panic("too late")
+		})).
+		MustRegister("exit", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+			pastDeadline(ctx)
+			runtime.Goexit()
+			return node.Output{}, nil
+		}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Second}
+	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
+		Reason: "timeout: the attempt ran past its limit of 5ms (the node's timeout_ms)"}
+
+	act := withTimeout(activation("n", "panic"), 5)
+	d, _ := e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	result, owned := d.Call() // no watcher abandons it
+	assert.True(t, owned)
+	assert.Equal(t, timeout, result, "a panic after the deadline")
+
+	act = withTimeout(activation("n", "exit"), 5)
+	d, _ = e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Call()
+	}()
+	<-done
+	result, owned = d.Exited()
+	assert.True(t, owned)
+	assert.Equal(t, timeout, result, "a runtime.Goexit after the deadline")
+}
