@@ -561,3 +561,30 @@ func TestADirectAttemptThatPanicsOrExitsAfterItsDeadlineIsATimeout(t *testing.T)
 	assert.True(t, owned)
 	assert.Equal(t, timeout, result, "a runtime.Goexit after the deadline")
 }
+
+// An attempt's context has the earlier of its own deadline and its
+// caller's, as a context derived from the caller's would, whether it runs
+// through Execute or as a direct attempt.
+func TestAttemptContextHasTheCallersEarlierDeadline(t *testing.T) {
+	t.Parallel()
+	seen := make(chan time.Time, 1)
+	reg := node.NewRegistry().MustRegister("deadline", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		d, _ := ctx.Deadline()
+		seen <- d
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Hour}
+	parent, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want, _ := parent.Deadline()
+
+	_, err := e.Execute(parent, "run_1", []superstep.Activation{activation("n", "deadline")})
+	require.NoError(t, err)
+	assert.Equal(t, want, <-seen, "Execute")
+
+	act := activation("n", "deadline")
+	d, _ := e.Prepare(parent, "run_1", &act)
+	require.NotNil(t, d)
+	d.Call()
+	assert.Equal(t, want, <-seen, "a direct attempt")
+}
