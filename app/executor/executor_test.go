@@ -588,3 +588,36 @@ func TestAttemptContextHasTheCallersEarlierDeadline(t *testing.T) {
 	d.Call()
 	assert.Equal(t, want, <-seen, "a direct attempt")
 }
+
+// A direct attempt abandoned while its node ran is settled by the
+// abandonment: a runtime.Goexit the node calls afterwards settles nothing,
+// so Exited gives the goroutine's deferred functions no result to report.
+func TestADirectAttemptAbandonedBeforeItsNodeExitsHasNoExitResult(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().MustRegister("exit", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		<-ctx.Done()
+		runtime.Goexit()
+		return node.Output{}, nil
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Minute}
+	act := activation("n", "exit")
+	d, _ := e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	type exit struct {
+		result superstep.Result
+		owned  bool
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		defer func() {
+			r, owned := d.Exited()
+			exited <- exit{r, owned}
+		}()
+		d.Call()
+	}()
+	require.True(t, d.Abandon(context.DeadlineExceeded))
+	got := <-exited
+	assert.False(t, got.owned, "the abandonment settled the attempt")
+	assert.Equal(t, superstep.Result{}, got.result)
+}
+
