@@ -621,3 +621,22 @@ func TestADirectAttemptAbandonedBeforeItsNodeExitsHasNoExitResult(t *testing.T) 
 	assert.Equal(t, superstep.Result{}, got.result)
 }
 
+// A direct attempt's context ends once the attempt has settled, as an
+// attempt's context ends when Execute returns: anything the node left
+// running under it is told to stop.
+func TestADirectAttemptsContextEndsWhenItsNodeReturns(t *testing.T) {
+	t.Parallel()
+	kept := make(chan context.Context, 1)
+	reg := node.NewRegistry().MustRegister("keep", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		kept <- ctx
+		return node.Update(nil), nil
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Minute}
+	act := activation("n", "keep")
+	d, _ := e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	result, owned := d.Call()
+	require.True(t, owned)
+	assert.Equal(t, superstep.OutcomeUpdate, result.Outcome)
+	assert.ErrorIs(t, (<-kept).Err(), context.Canceled)
+}
