@@ -205,3 +205,17 @@ func TestAnInterruptSchemaThatContainsItselfFailsTheNode(t *testing.T) {
 		assert.Contains(t, r.Failure.Details["errors"].(map[string]any)["ask"], "invalid_interrupt: interrupt schema contains itself")
 	}
 }
+
+// A created run of the same graph id but another version of the graph
+// (another hash) is another graph's run too.
+func TestNewRunOfAnotherVersionOfTheGraphCannotBeStepped(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	g := build(t, minimalLinear())
+	created, err := inline.NewRun(g, map[string]any{"value": "x"}, k.options()...)
+	require.NoError(t, err)
+	created.GraphHash = "sha256:another-version"
+	_, cps, err := inline.StepInline(context.Background(), g, created, k.options()...)
+	assert.ErrorIs(t, err, superstep.ErrGraphMismatch)
+	assert.Empty(t, cps)
+}
