@@ -138,6 +138,17 @@ func TestRuntimeSuperstepLimitAppliesToACompiledGraphWithoutOne(t *testing.T) {
 	assert.Zero(t, c.MaxSupersteps, "the caller's compiled graph is not changed")
 }
 
+func TestRuntimeSuperstepLimitLeavesAGraphsOwnLimit(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	own := *k.compile(build(t, cycleCounter(false, 0)))
+	own.MaxSupersteps = 2
+	r, _, err := inline.RunInline(context.Background(), &own, nil, k.options(inline.WithMaxSupersteps(5))...)
+	require.NoError(t, err)
+	assertFailedWith(t, r, "max_supersteps_exceeded")
+	assert.Equal(t, 2, r.Step, "the graph's own limit holds; the option is for graphs without one")
+}
+
 func TestWithoutARegistryModuleNodesDoNotCompile(t *testing.T) {
 	t.Parallel()
 	_, _, err := inline.RunInline(context.Background(), build(t, minimalLinear()), map[string]any{"value": "x"})
