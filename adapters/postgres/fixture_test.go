@@ -77,6 +77,20 @@ func (e *testEnv) insertRun(t testing.TB, owner ports.OwnerScope, startedAt, wak
 	return r
 }
 
+// finishedRun inserts a tenantless run as insertRun does and cancels it at
+// endedAt: a terminal run for the pruner to consider.
+func (e *testEnv) finishedRun(t testing.TB, startedAt, wakeAt, endedAt time.Time) *run.Run {
+	t.Helper()
+	r := e.insertRun(t, ports.Tenantless(), startedAt, wakeAt)
+	_, err := e.store.MutateRun(context.Background(), ports.Tenantless(), r.ID, func(r *run.Run) (*run.Moment, error) {
+		return superstep.Cancel(r, superstep.Env{Now: endedAt})
+	})
+	if err != nil {
+		t.Fatalf("cancel run %s: %v", r.ID, err)
+	}
+	return r
+}
+
 // nextMoment proposes r's next transition by hand: same status, a
 // metadata marker and one channel_updated event carrying variant.
 func nextMoment(r *run.Run, variant string, d run.Disposition, now time.Time) *run.Moment {

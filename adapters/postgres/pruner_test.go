@@ -27,11 +27,7 @@ func TestPrunePassDeletesExpiredRowsUnderItsLock(t *testing.T) {
 	ctx := context.Background()
 
 	// A run that finished at t0 (events inserted at t0) and one still running.
-	finished := env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
-	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
-		return superstep.Cancel(r, superstep.Env{Now: t0})
-	})
-	require.NoError(t, err)
+	finished := env.finishedRun(t, t0, t0.Add(time.Hour), t0)
 	running := env.insertRun(t, ports.Tenantless(), t0, t0.Add(time.Hour))
 
 	// Twelve unreferenced versions of another graph, one a minute apart.
@@ -108,11 +104,7 @@ func TestPrunePassCutoffsInsideAMicrosecondStayStrict(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
 	ctx := context.Background()
-	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
-	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
-		return superstep.Cancel(r, superstep.Env{Now: t0})
-	})
-	require.NoError(t, err)
+	env.finishedRun(t, t0, t0, t0)
 	cfg := postgres.PruneConfig{BatchSize: 100, KeepGraphVersions: 10}
 	res, err := env.store.PrunePass(ctx, cfg, t0.Add(700*time.Nanosecond))
 	require.NoError(t, err)
@@ -225,11 +217,7 @@ func TestAPrunerWhoseClockRunsAheadKeepsRowsTheDatabaseStillRetains(t *testing.T
 	clock := conformance.NewManualClock(t0)
 	env := newEnv(t, envOptions{clock: clock})
 	ctx := context.Background()
-	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
-	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
-		return superstep.Cancel(r, superstep.Env{Now: t0})
-	})
-	require.NoError(t, err)
+	finished := env.finishedRun(t, t0, t0, t0)
 
 	// Retention one hour, pruner clock two hours after the database's.
 	ahead := t0.Add(2 * time.Hour)
@@ -256,11 +244,7 @@ func TestPrunePassKeepsEachRetentionApart(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, envOptions{clock: conformance.NewManualClock(t0)})
 	ctx := context.Background()
-	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
-	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
-		return superstep.Cancel(r, superstep.Env{Now: t0})
-	})
-	require.NoError(t, err)
+	finished := env.finishedRun(t, t0, t0, t0)
 	cfg := postgres.PruneConfig{EventRetention: time.Hour, RunRetention: 3 * time.Hour, BatchSize: 100, KeepGraphVersions: 10}
 	res, err := env.store.PrunePass(ctx, cfg, t0.Add(2*time.Hour))
 	require.NoError(t, err)
@@ -278,11 +262,7 @@ func TestAPrunerWhoseClockRunsBehindKeepsItsOwnCutoffs(t *testing.T) {
 	clock := conformance.NewManualClock(t0)
 	env := newEnv(t, envOptions{clock: clock})
 	ctx := context.Background()
-	finished := env.insertRun(t, ports.Tenantless(), t0, t0)
-	_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished.ID, func(r *run.Run) (*run.Moment, error) {
-		return superstep.Cancel(r, superstep.Env{Now: t0})
-	})
-	require.NoError(t, err)
+	finished := env.finishedRun(t, t0, t0, t0)
 
 	// Retention one hour, pruner clock two hours before the database's.
 	clock.Set(t0.Add(2 * time.Hour))
@@ -306,11 +286,7 @@ func TestPruneRunsDeletesTheOldestFirst(t *testing.T) {
 	for i := range finished {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		clock.Set(at)
-		finished[i] = env.insertRun(t, ports.Tenantless(), at, at)
-		_, err := env.store.MutateRun(ctx, ports.Tenantless(), finished[i].ID, func(r *run.Run) (*run.Moment, error) {
-			return superstep.Cancel(r, superstep.Env{Now: at})
-		})
-		require.NoError(t, err)
+		finished[i] = env.finishedRun(t, at, at, at)
 	}
 	res, err := env.store.PruneRuns(ctx, ports.PruneParams{Before: t0.Add(time.Hour), BatchSize: 1})
 	require.NoError(t, err)
