@@ -440,18 +440,12 @@ func TestAResultReturnedAfterTheDeadlineIsATimeoutHoweverLateTheWaiterWakes(t *t
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	reg := node.NewRegistry().MustRegister("overrun", call(overrun))
 	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Second}
-	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
-		Reason: "timeout: the attempt ran past its limit of 5ms (the node's timeout_ms)"}
+	timeout := timeoutAfter5ms
 	for range 20 {
 		results := execute(t, e, withTimeout(activation("a", "overrun"), 5), withTimeout(activation("b", "overrun"), 5))
 		require.Equal(t, []superstep.Result{timeout, timeout}, results, "Execute")
 
-		act := withTimeout(activation("a", "overrun"), 5)
-		d, _ := e.Prepare(context.Background(), "run_1", &act)
-		require.NotNil(t, d)
-		result, owned := d.Call() // no watcher abandons it
-		assert.True(t, owned)
-		require.Equal(t, timeout, result, "a direct attempt")
+		require.Equal(t, timeout, callUnwatched(t, e, withTimeout(activation("a", "overrun"), 5)), "a direct attempt")
 	}
 }
 
@@ -538,18 +532,12 @@ func TestADirectAttemptThatPanicsOrExitsAfterItsDeadlineIsATimeout(t *testing.T)
 			return node.Output{}, nil
 		}))
 	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Second}
-	timeout := superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
-		Reason: "timeout: the attempt ran past its limit of 5ms (the node's timeout_ms)"}
+	timeout := timeoutAfter5ms
 
-	act := withTimeout(activation("n", "panic"), 5)
+	assert.Equal(t, timeout, callUnwatched(t, e, withTimeout(activation("n", "panic"), 5)), "a panic after the deadline")
+
+	act := withTimeout(activation("n", "exit"), 5)
 	d, _ := e.Prepare(context.Background(), "run_1", &act)
-	require.NotNil(t, d)
-	result, owned := d.Call() // no watcher abandons it
-	assert.True(t, owned)
-	assert.Equal(t, timeout, result, "a panic after the deadline")
-
-	act = withTimeout(activation("n", "exit"), 5)
-	d, _ = e.Prepare(context.Background(), "run_1", &act)
 	require.NotNil(t, d)
 	done := make(chan struct{})
 	go func() {
@@ -557,7 +545,7 @@ func TestADirectAttemptThatPanicsOrExitsAfterItsDeadlineIsATimeout(t *testing.T)
 		d.Call()
 	}()
 	<-done
-	result, owned = d.Exited()
+	result, owned := d.Exited()
 	assert.True(t, owned)
 	assert.Equal(t, timeout, result, "a runtime.Goexit after the deadline")
 }
@@ -639,4 +627,20 @@ func TestADirectAttemptsContextEndsWhenItsNodeReturns(t *testing.T) {
 	require.True(t, owned)
 	assert.Equal(t, superstep.OutcomeUpdate, result.Outcome)
 	assert.ErrorIs(t, (<-kept).Err(), context.Canceled)
+}
+
+// timeoutAfter5ms is the result of an attempt that ran past a node's
+// timeout_ms of 5.
+var timeoutAfter5ms = superstep.Result{Outcome: superstep.OutcomeFailure, Retryable: true,
+	Reason: "timeout: the attempt ran past its limit of 5ms (the node's timeout_ms)"}
+
+// callUnwatched prepares act as a direct attempt and calls it with no
+// watcher to abandon it, so the attempt settles its own result.
+func callUnwatched(t *testing.T, e *executor.Executor, act superstep.Activation) superstep.Result {
+	t.Helper()
+	d, _ := e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	result, owned := d.Call()
+	assert.True(t, owned)
+	return result
 }
