@@ -29,6 +29,7 @@ func main() {
 	sqlSpans := flag.Bool("sql", false, "with -latency, also break down the statements (adds tracing cost)")
 	lat := flag.Int("latency", 0, "instead of a drain, start this many runs one at a time and break down their latency")
 	tenants := flag.Int("tenants", 0, "spread the runs over this many tenants, in tenant-required mode with the tenant-fair claim policy (0: one tenantless FIFO drain)")
+	plans := flag.Bool("plans", false, "after the drain (or the -latency runs), print how often each of the pool's prepared statements was planned generically and custom")
 	schemaSQL := flag.String("schema-sql", "", "run this SQL file ({schema} is the engine's schema) after migrating: what-if storage shapes, never a supported schema")
 	flag.Parse()
 	ctx := context.Background()
@@ -71,6 +72,11 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
+		if *plans {
+			if err := printPlanCounts(ctx, d.Pool); err != nil {
+				log.Fatal(err)
+			}
+		}
 		d.Close(ctx)
 		return
 	}
@@ -105,6 +111,11 @@ func main() {
 	}
 	if *spanStats {
 		printSpanDurations(spans.take())
+	}
+	if *plans {
+		if err := printPlanCounts(ctx, d.Pool); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if err := dbbench.CheckGates(ctx, d.Pool, dbbench.DocketSchema, *runs); err != nil {
 		fmt.Println("GATES FAILED:", err)
