@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -291,4 +292,58 @@ func TestNoneNeverDeliversAndClosesOnCancel(t *testing.T) {
 	cancel()
 	_, ok := <-wakes
 	assert.False(t, ok)
+}
+
+// notificationLog counts the listener's notification facts by result.
+type notificationLog struct {
+	ports.NopTelemetry
+	mu      sync.Mutex
+	results map[string]float64
+}
+
+func (l *notificationLog) Emit(_ context.Context, name string, m ports.Measurements, labels ...ports.Label) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, lb := range labels {
+		if name == "notification" && lb.Key == "result" {
+			l.results[lb.Value] += m["count"]
+		}
+	}
+}
+
+func (l *notificationLog) count(result string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.results[result]
+}
+
+// A subscriber that does not read never holds the listener up: every
+// notification is still taken off the session and counted (received for
+// its schema, ignored otherwise), and the subscriber finds one Wake
+// waiting when it reads.
+func TestListenerCountsEveryNotificationWhileItsSubscriberIsBusy(t *testing.T) {
+	t.Parallel()
+	log := &notificationLog{results: map[string]float64{}}
+	env := newListenerEnv(t, "counted", func(c *notify.ListenerConfig) { c.Telemetry = log })
+	wakes, _ := env.listen(t)
+	env.notifyOn(t, "another_schema")
+	for range 3 {
+		env.notifyOn(t, "counted")
+	}
+	env.notifyOn(t, "yet_another_schema")
+	// Other tests announce on the same database: only this schema's count
+	// is exact.
+	require.Eventually(t, func() bool { return log.count("received") == 3 && log.count("ignored") >= 2 }, arrival, 5*time.Millisecond,
+		"every notification is counted")
+	select {
+	case <-wakes:
+	default:
+		t.Fatal("no Wake is waiting for the subscriber")
+	}
+	select {
+	case <-wakes:
+		t.Error("the announcements were not coalesced into one waiting Wake")
+	default:
+	}
+	assert.Equal(t, 3.0, log.count("received"), "no notification of this schema is counted twice")
 }
