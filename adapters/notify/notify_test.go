@@ -347,3 +347,24 @@ func TestListenerCountsEveryNotificationWhileItsSubscriberIsBusy(t *testing.T) {
 	}
 	assert.Equal(t, 3.0, log.count("received"), "no notification of this schema is counted twice")
 }
+
+// Cancelling a subscription while it waits to reconnect ends it at once:
+// the channel closes without waiting out the backoff, and the listener no
+// longer counts the ended subscription as one that is down.
+func TestListenerStopsWhileItWaitsToReconnect(t *testing.T) {
+	t.Parallel()
+	const backoff = time.Hour // the channel must close long before
+	env := newListenerEnv(t, "abandoned", func(c *notify.ListenerConfig) { c.MinBackoff, c.MaxBackoff = backoff, backoff })
+	wakes, cancel := env.listen(t)
+	env.terminate(t, env.db.Connect(t))
+	require.Eventually(t, func() bool { return !env.listener.Connected() }, arrival, 5*time.Millisecond,
+		"the lost connection is reported")
+	cancel()
+	select {
+	case _, ok := <-wakes:
+		require.False(t, ok, "no Wake is delivered after cancel")
+	case <-time.After(arrival):
+		t.Fatal("the channel was not closed after cancel")
+	}
+	assert.True(t, env.listener.Connected(), "no open subscription is down")
+}
