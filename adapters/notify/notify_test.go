@@ -368,3 +368,25 @@ func TestListenerStopsWhileItWaitsToReconnect(t *testing.T) {
 	}
 	assert.True(t, env.listener.Connected(), "no open subscription is down")
 }
+
+// Without an application_name of its own the listener's session is named
+// docket-wake-listener, so operators can tell it apart in pg_stat_activity.
+func TestListenerNamesItsSessionByDefault(t *testing.T) {
+	t.Parallel()
+	db := pgtest.SharedDatabase(t)
+	cfg, err := pgx.ParseConfig(db.URL)
+	require.NoError(t, err)
+	delete(cfg.RuntimeParams, "application_name")
+	l, err := notify.NewListener(notify.ListenerConfig{ConnConfig: cfg, Schema: "unnamed"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, err = l.Listen(ctx)
+	require.NoError(t, err)
+	// The other tests of this package name their sessions themselves.
+	var sessions int
+	require.NoError(t, db.Connect(t).QueryRow(context.Background(), `
+		SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = 'docket-wake-listener' AND datname = current_database()`).Scan(&sessions))
+	assert.Equal(t, 1, sessions)
+}
