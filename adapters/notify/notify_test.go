@@ -292,6 +292,9 @@ func TestNoneNeverDeliversAndClosesOnCancel(t *testing.T) {
 	cancel()
 	_, ok := <-wakes
 	assert.False(t, ok)
+
+	_, err = notify.None{}.Listen(ctx)
+	assert.ErrorIs(t, err, context.Canceled, "an ended context subscribes to nothing, as with the other notifiers")
 }
 
 // notificationLog counts the listener's notification facts by result.
