@@ -231,6 +231,16 @@ func TestListenerReportsAnUnreachableServer(t *testing.T) {
 	assert.Error(t, err, "the first connection's failure is returned")
 }
 
+// MaxBackoff left zero follows a MinBackoff above its 10s default rather
+// than rejecting it.
+func TestNewListenerAcceptsAMinBackoffAboveTheDefaultMaxBackoff(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgx.ParseConfig("postgres://x@127.0.0.1/x")
+	require.NoError(t, err)
+	_, err = notify.NewListener(notify.ListenerConfig{ConnConfig: cfg, Schema: "x", MinBackoff: time.Minute})
+	assert.NoError(t, err)
+}
+
 func TestNewListenerValidatesItsConfig(t *testing.T) {
 	t.Parallel()
 	cfg, err := pgx.ParseConfig("postgres://x@127.0.0.1/x")
