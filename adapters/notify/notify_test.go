@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -402,4 +403,41 @@ func TestListenerNamesItsSessionByDefault(t *testing.T) {
 		SELECT count(*) FROM pg_stat_activity
 		WHERE application_name = 'docket-wake-listener' AND datname = current_database()`).Scan(&sessions))
 	assert.Equal(t, 1, sessions)
+}
+
+// lockedBuffer is a log a running listener writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The logger hears of a lost session and of its replacement, and nothing
+// when the subscription is cancelled: stopping is no connection loss.
+func TestListenerLogsLossAndReconnectButNotCancel(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	env := newListenerEnv(t, "logged", func(c *notify.ListenerConfig) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	wakes, cancel := env.listen(t)
+	env.terminate(t, env.db.Connect(t))
+	expectWake(t, wakes, "the catch-up Wake after reconnecting")
+	logged := logs.String()
+	assert.Contains(t, logged, `level=WARN msg="docket wake listener lost its connection; reconnecting"`)
+	assert.Contains(t, logged, `level=INFO msg="docket wake listener reconnected" attempts=1`)
+
+	cancel()
+	for range wakes {
+	}
+	assert.Equal(t, logged, logs.String(), "nothing is logged for a cancelled subscription")
 }
