@@ -33,6 +33,7 @@ type stallingProxy struct {
 	sessions atomic.Int32 // connections opened for a session so far
 	cancels  atomic.Int32 // connections opened for a cancel request so far
 	stallNew atomic.Bool  // connections accepted meanwhile are stalled from the start
+	latency  atomic.Int64 // delay of every forwarded read, a slow route
 
 	mu       sync.Mutex
 	closed   bool
@@ -137,6 +138,7 @@ func (p *stallingProxy) pump(src, dst net.Conn, stall chan struct{}) {
 				continue
 			default:
 			}
+			time.Sleep(time.Duration(p.latency.Load()))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -296,4 +298,21 @@ func TestListenerChecksLivenessWithoutCancelRequests(t *testing.T) {
 	assert.EqualValues(t, 1, proxy.sessions.Load(), "no other session either")
 	env.notifyOn(t, "uncancelled")
 	expectWake(t, wakes, "an announcement after the checks")
+}
+
+// PingTimeout, not PingInterval, bounds the answer to a liveness check: a
+// session behind a slow route that answers within PingTimeout is kept,
+// however short the interval between checks.
+func TestListenerGivesALivenessCheckPingTimeoutToAnswer(t *testing.T) {
+	t.Parallel()
+	var proxy *stallingProxy
+	env := newListenerEnv(t, "slow", func(c *notify.ListenerConfig) {
+		proxy = newStallingProxy(t, c.ConnConfig)
+		c.PingInterval, c.PingTimeout = time.Millisecond, 5*time.Second
+	})
+	wakes, _ := env.listen(t)
+	proxy.latency.Store(int64(50 * time.Millisecond)) // far above PingInterval, far below PingTimeout
+	expectSilence(t, wakes, "liveness checks answered slowly")
+	assert.True(t, env.listener.Connected())
+	assert.EqualValues(t, 1, proxy.sessions.Load(), "the session was kept")
 }
