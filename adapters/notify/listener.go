@@ -102,6 +102,9 @@ type Listener struct {
 	// reconnecting counts the subscriptions that lost their connection
 	// and have not got a new one yet.
 	reconnecting atomic.Int32
+	// newTimer times the pause before each reconnect attempt
+	// (time.NewTimer; tests record the pauses).
+	newTimer func(time.Duration) *time.Timer
 }
 
 var _ ports.ConnectedNotifier = (*Listener)(nil)
@@ -179,6 +182,7 @@ func NewListener(cfg ListenerConfig) (*Listener, error) {
 		pingTimeout:  cfg.PingTimeout,
 		logger:       cfg.Logger,
 		telemetry:    cfg.Telemetry,
+		newTimer:     time.NewTimer,
 	}, nil
 }
 
@@ -291,7 +295,7 @@ func (l *Listener) handle(ctx context.Context, n *pgconn.Notification, out chan 
 func (l *Listener) reconnect(ctx context.Context) *pgx.Conn {
 	delay := l.minBackoff
 	for attempt := 1; ; attempt++ {
-		timer := time.NewTimer(min(jitter(delay), l.maxBackoff))
+		timer := l.newTimer(min(jitter(delay), l.maxBackoff))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
