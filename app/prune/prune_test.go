@@ -94,6 +94,19 @@ func TestConfigHasNoDefaults(t *testing.T) {
 	assert.Error(t, prune.Config{}.Validate(), "the zero config is not a policy")
 }
 
+// The bounds of each field are valid values: events kept as long as
+// runs, no retention at all, the largest batch a store can bind.
+func TestConfigAcceptsItsBounds(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]prune.Config{
+		"events kept as long as runs": {Interval: time.Minute, EventRetention: 24 * time.Hour, RunRetention: 24 * time.Hour, BatchSize: 1},
+		"nothing kept":                {Interval: time.Nanosecond, BatchSize: 1},
+		"largest batch":               {Interval: time.Minute, EventRetention: time.Hour, RunRetention: time.Hour, BatchSize: math.MaxInt32},
+	} {
+		assert.NoError(t, cfg.Validate(), name)
+	}
+}
+
 func TestConfigNamesEveryInvalidField(t *testing.T) {
 	t.Parallel()
 	err := prune.Config{EventRetention: -time.Second, RunRetention: -time.Second, BatchSize: math.MaxInt32 + 1}.Validate()
