@@ -148,11 +148,22 @@ func (s *wholeStore) PruneWholePass(_ context.Context, p ports.PrunePassParams) 
 type passLog struct {
 	ports.NopTelemetry
 	results []string
+	counts  []ports.Measurements // without duration_ms
 }
 
-func (l *passLog) Emit(_ context.Context, name string, _ ports.Measurements, labels ...ports.Label) {
+func (l *passLog) Emit(_ context.Context, name string, m ports.Measurements, labels ...ports.Label) {
+	if name != ports.FactPrunerPass {
+		return
+	}
+	counts := ports.Measurements{}
+	for k, v := range m {
+		if k != "duration_ms" {
+			counts[k] = v
+		}
+	}
+	l.counts = append(l.counts, counts)
 	for _, lb := range labels {
-		if name == ports.FactPrunerPass && lb.Key == ports.LabelResult {
+		if lb.Key == ports.LabelResult {
 			l.results = append(l.results, lb.Value)
 		}
 	}
@@ -258,4 +269,23 @@ func TestRunLogsWhatEachPassDeleted(t *testing.T) {
 	<-done
 	assert.Contains(t, logs.String(), "level=INFO")
 	assert.Contains(t, logs.String(), "events=3 runs=2 cascade_events=7 graph_versions=1")
+}
+
+// Each pass's fact carries what it deleted, whichever way the store runs
+// the pass: these are the counts a retention dashboard shows.
+func TestAPassReportsWhatItDeletedToTelemetry(t *testing.T) {
+	t.Parallel()
+	log := &passLog{}
+	p, err := prune.New(&fakeStore{}, valid(), prune.Options{Telemetry: log})
+	require.NoError(t, err)
+	_, err = p.Pass(context.Background())
+	require.NoError(t, err)
+	whole, err := prune.New(&wholeStore{}, valid(), prune.Options{Telemetry: log})
+	require.NoError(t, err)
+	_, err = whole.Pass(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []ports.Measurements{
+		{"events_deleted": 3, "runs_deleted": 2, "cascade_events_deleted": 7, "graphs_deleted": 1},
+		{"events_deleted": 4, "runs_deleted": 1, "cascade_events_deleted": 2, "graphs_deleted": 3},
+	}, log.counts)
 }
