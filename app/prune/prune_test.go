@@ -289,3 +289,44 @@ func TestAPassReportsWhatItDeletedToTelemetry(t *testing.T) {
 		{"events_deleted": 4, "runs_deleted": 1, "cascade_events_deleted": 2, "graphs_deleted": 3},
 	}, log.counts)
 }
+
+// hungStore's calls answer only when their context ends, as a store
+// behind a hung connection does.
+type hungStore struct{ fakeStore }
+
+func hang(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		return errors.New("the store call was not bounded by StoreTimeout")
+	}
+}
+
+func (s *hungStore) PruneEvents(ctx context.Context, _ ports.PruneParams) (int, error) {
+	return 0, hang(ctx)
+}
+
+// hungWholeStore runs whole passes, which hang the same way.
+type hungWholeStore struct{ wholeStore }
+
+func (s *hungWholeStore) PruneWholePass(ctx context.Context, _ ports.PrunePassParams) (ports.PrunePassResult, error) {
+	return ports.PrunePassResult{}, hang(ctx)
+}
+
+// StoreTimeout ends a hung store call, so the pass fails (and the next one
+// runs after the interval) instead of holding the pruner forever.
+func TestStoreTimeoutEndsAHungPass(t *testing.T) {
+	t.Parallel()
+	for name, store := range map[string]prune.Store{"call by call": &hungStore{}, "whole pass": &hungWholeStore{}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := &passLog{}
+			p, err := prune.New(store, valid(), prune.Options{Telemetry: log, StoreTimeout: time.Millisecond})
+			require.NoError(t, err)
+			_, err = p.Pass(context.Background())
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Equal(t, []string{ports.ResultError}, log.results, "a timed-out pass failed; the pruner was not stopping")
+		})
+	}
+}
