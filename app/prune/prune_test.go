@@ -20,18 +20,23 @@ import (
 var now = time.Date(2026, 7, 10, 12, 0, 0, 0, time.UTC)
 
 type fakeStore struct {
-	mu        sync.Mutex
-	events    []ports.PruneParams
-	runs      []ports.PruneParams
-	graphs    []ports.PruneGraphsParams
-	failRuns  error
-	passCalls chan struct{}
+	mu         sync.Mutex
+	events     []ports.PruneParams
+	runs       []ports.PruneParams
+	graphs     []ports.PruneGraphsParams
+	failEvents error
+	failRuns   error
+	failGraphs error
+	passCalls  chan struct{}
 }
 
 func (s *fakeStore) PruneEvents(_ context.Context, p ports.PruneParams) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, p)
+	if s.failEvents != nil {
+		return 0, s.failEvents
+	}
 	return 3, nil
 }
 
@@ -48,7 +53,11 @@ func (s *fakeStore) PruneRuns(_ context.Context, p ports.PruneParams) (ports.Pru
 func (s *fakeStore) PruneGraphVersions(_ context.Context, p ports.PruneGraphsParams) (int, error) {
 	s.mu.Lock()
 	s.graphs = append(s.graphs, p)
+	fail := s.failGraphs
 	s.mu.Unlock()
+	if fail != nil {
+		return 0, fail
+	}
 	if s.passCalls != nil {
 		select {
 		case s.passCalls <- struct{}{}:
@@ -200,6 +209,38 @@ func TestAFailedPassReportsWhatItDeleted(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, 3, got.Events)
 	assert.Empty(t, store.graphs, "the pass stops at the failure")
+}
+
+// Whichever deletion fails, the pass stops there and returns the error,
+// naming the deletion, with the counts of the deletions before it: a
+// failure is never reported as a clean pass.
+func TestAPassStopsAtTheFirstFailedDeletion(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("database down")
+	tests := []struct {
+		name  string
+		store *fakeStore
+		want  prune.Pass
+		calls [3]int // events, runs, graphs
+	}{
+		{"events", &fakeStore{failEvents: boom}, prune.Pass{}, [3]int{1, 0, 0}},
+		{"runs", &fakeStore{failRuns: boom}, prune.Pass{Events: 3}, [3]int{1, 1, 0}},
+		{"graph versions", &fakeStore{failGraphs: boom}, prune.Pass{Events: 3, Runs: 2, CascadeEvents: 7}, [3]int{1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := &passLog{}
+			p, err := prune.New(tt.store, valid(), prune.Options{Telemetry: log})
+			require.NoError(t, err)
+			got, err := p.Pass(context.Background())
+			require.ErrorIs(t, err, boom)
+			assert.ErrorContains(t, err, "prune "+tt.name+": ")
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.calls, [3]int{len(tt.store.events), len(tt.store.runs), len(tt.store.graphs)})
+			assert.Equal(t, []string{ports.ResultError}, log.results)
+		})
+	}
 }
 
 func TestRunPassesAtStartThenEveryInterval(t *testing.T) {
