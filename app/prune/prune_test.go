@@ -371,3 +371,79 @@ func TestStoreTimeoutEndsAHungPass(t *testing.T) {
 		})
 	}
 }
+
+// runPruner runs p until the returned stop is called; stop waits for Run
+// to return.
+func runPruner(p *prune.Pruner) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func expectPass(t *testing.T, passes <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-passes:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no pass completed", what)
+	}
+}
+
+// flakyStore fails the runs deletion of its first failures passes.
+type flakyStore struct {
+	fakeStore
+	failures int
+}
+
+func (s *flakyStore) PruneRuns(ctx context.Context, p ports.PruneParams) (ports.PruneRunsResult, error) {
+	s.mu.Lock()
+	failing := s.failures > 0
+	s.failures--
+	s.mu.Unlock()
+	if failing {
+		return ports.PruneRunsResult{}, errors.New("database down")
+	}
+	return s.fakeStore.PruneRuns(ctx, p)
+}
+
+// A failed pass is logged as a warning and the schedule goes on: the next
+// pass, after the interval, deletes what the failed one could not.
+func TestRunLogsAFailedPassAndRetriesAfterTheInterval(t *testing.T) {
+	t.Parallel()
+	store := &flakyStore{fakeStore: fakeStore{passCalls: make(chan struct{}, 1)}, failures: 2}
+	var logs syncBuffer
+	cfg := valid()
+	cfg.Interval = time.Millisecond
+	p, err := prune.New(store, cfg, prune.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	stop := runPruner(p)
+	expectPass(t, store.passCalls, "the pass after two failed ones")
+	stop()
+	assert.Contains(t, logs.String(), `level=WARN msg="docket pruner pass failed; retrying after the interval" error="prune runs: database down"`)
+}
+
+// syncBuffer is a bytes.Buffer a running pruner may log to while the test
+// reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
