@@ -447,3 +447,30 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// blockedStore's events deletion answers only when its context ends, and
+// says when it was entered.
+type blockedStore struct {
+	fakeStore
+	entered chan struct{}
+}
+
+func (s *blockedStore) PruneEvents(ctx context.Context, _ ports.PruneParams) (int, error) {
+	close(s.entered)
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// Stopping the engine cuts the running pass short; that is no failure, so
+// Run logs no warning for it.
+func TestRunDoesNotWarnAboutAPassCutShortByStopping(t *testing.T) {
+	t.Parallel()
+	store := &blockedStore{entered: make(chan struct{})}
+	var logs syncBuffer
+	p, err := prune.New(store, valid(), prune.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	stop := runPruner(p)
+	<-store.entered
+	stop()
+	assert.Empty(t, logs.String())
+}
