@@ -474,3 +474,40 @@ func TestRunDoesNotWarnAboutAPassCutShortByStopping(t *testing.T) {
 	stop()
 	assert.Empty(t, logs.String())
 }
+
+// graphsStore has nothing past its retention but graph versions.
+type graphsStore struct {
+	graphs    int
+	passCalls chan struct{}
+}
+
+func (graphsStore) PruneEvents(context.Context, ports.PruneParams) (int, error) { return 0, nil }
+
+func (graphsStore) PruneRuns(context.Context, ports.PruneParams) (ports.PruneRunsResult, error) {
+	return ports.PruneRunsResult{}, nil
+}
+
+func (s graphsStore) PruneGraphVersions(context.Context, ports.PruneGraphsParams) (int, error) {
+	s.passCalls <- struct{}{}
+	return s.graphs, nil
+}
+
+// Run logs a pass exactly when it deleted something, graph versions alone
+// included: an idle pruner does not fill the log every interval.
+func TestRunLogsAPassExactlyWhenItDeletedSomething(t *testing.T) {
+	t.Parallel()
+	for graphs, want := range map[int]string{0: "", 2: "events=0 runs=0 cascade_events=0 graph_versions=2"} {
+		store := graphsStore{graphs: graphs, passCalls: make(chan struct{}, 1)}
+		var logs syncBuffer
+		p, err := prune.New(store, valid(), prune.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.NoError(t, err)
+		stop := runPruner(p)
+		expectPass(t, store.passCalls, "the pass at start")
+		stop()
+		if want == "" {
+			assert.Empty(t, logs.String(), "a pass that deleted nothing")
+		} else {
+			assert.Contains(t, logs.String(), want)
+		}
+	}
+}
