@@ -106,6 +106,9 @@ type Pruner struct {
 	clock     ports.Clock
 	telemetry ports.Telemetry
 	logger    *slog.Logger
+	// newTimer times the wait before each pass (time.NewTimer; tests
+	// record the waits).
+	newTimer func(time.Duration) *time.Timer
 }
 
 // Options are the pruner's collaborators; nil fields take the system
@@ -136,7 +139,8 @@ func New(store Store, cfg Config, opts Options) (*Pruner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Pruner{cfg: cfg, store: store, timeout: opts.StoreTimeout, clock: opts.Clock, telemetry: opts.Telemetry, logger: opts.Logger}, nil
+	return &Pruner{cfg: cfg, store: store, timeout: opts.StoreTimeout, clock: opts.Clock, telemetry: opts.Telemetry, logger: opts.Logger,
+		newTimer: time.NewTimer}, nil
 }
 
 // Pass runs one pass at the pruner's clock. It stops at the first error
@@ -221,11 +225,12 @@ func call[T any](ctx context.Context, p *Pruner, f func(context.Context) (T, err
 // ends. A pass that deletes rows is logged at info level with its counts;
 // a failed pass is logged as a warning and the schedule continues.
 func (p *Pruner) Run(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	var wait time.Duration // the first pass runs at once
 	for {
+		timer := p.newTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		case <-timer.C:
 		}
@@ -238,6 +243,6 @@ func (p *Pruner) Run(ctx context.Context) {
 				slog.Int("events", res.Events), slog.Int("runs", res.Runs),
 				slog.Int("cascade_events", res.CascadeEvents), slog.Int("graph_versions", res.Graphs))
 		}
-		timer.Reset(p.cfg.Interval)
+		wait = p.cfg.Interval
 	}
 }
