@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/docketgo/docket/app/executor"
 	"github.com/docketgo/docket/app/node"
@@ -71,5 +72,46 @@ func TestExecuteKeepsResultsReturnedOnTimeWhenTheDeadlinePassesBeforeTheyAreRead
 	for i, r := range results[1:] {
 		assert.Equal(t, superstep.Result{Outcome: superstep.OutcomeUpdate, Update: map[string]any{"by": acts[i+1].NodeID}}, r,
 			"returned before its deadline")
+	}
+}
+
+// endingAtFirstLook is a caller's context that ends as Execute's waiter
+// first looks at it: its first Done call cancels it and returns once
+// every deadline of the attempts (at most after from now) has passed.
+type endingAtFirstLook struct {
+	context.Context
+	cancel context.CancelFunc
+	after  time.Duration
+	once   sync.Once
+}
+
+func (c *endingAtFirstLook) Done() <-chan struct{} {
+	c.once.Do(func() {
+		deadline := time.Now().Add(c.after)
+		c.cancel()
+		untilPassed(deadline)
+	})
+	return c.Context.Done()
+}
+
+// A caller's context that has ended when an attempt's deadline passes
+// abandons the superstep, whichever of the two the waiter sees first: the
+// attempt was not settled when the caller gave up, so nothing of the
+// superstep is a result to commit.
+func TestExecuteAbandonsTheSuperstepWhenTheCallerEndsAsTheDeadlinePasses(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry().MustRegister("cooperative", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		<-ctx.Done()
+		return node.Output{}, ctx.Err()
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Minute}
+	// Each round the waiter finds both ended at once and picks one at
+	// random; every pick must give the same answer.
+	for range 20 {
+		inner, cancel := context.WithCancel(context.Background())
+		parent := &endingAtFirstLook{Context: inner, cancel: cancel, after: 5 * time.Millisecond}
+		results, err := e.Execute(parent, "run_1", []superstep.Activation{withTimeout(activation("n", "cooperative"), 5)})
+		require.ErrorIs(t, err, context.Canceled)
+		require.Nil(t, results)
 	}
 }
