@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +115,29 @@ func TestExecuteAbandonsTheSuperstepWhenTheCallerEndsAsTheDeadlinePasses(t *test
 		require.ErrorIs(t, err, context.Canceled)
 		require.Nil(t, results)
 	}
+}
+
+// countingResolver counts the nodes looked up: an attempt starts with one.
+type countingResolver struct {
+	executor.Resolver
+	lookups atomic.Int32
+}
+
+func (r *countingResolver) Lookup(ref string) (node.Node, bool) {
+	r.lookups.Add(1)
+	return r.Resolver.Lookup(ref)
+}
+
+func TestExecuteWithAnEndedContextStartsNoAttempt(t *testing.T) {
+	t.Parallel()
+	reg := &countingResolver{Resolver: node.NewRegistry().MustRegister("fast", call(func(context.Context, node.Input) (node.Output, error) {
+		return node.Update(nil), nil
+	}))}
+	e := &executor.Executor{Nodes: reg}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	results, err := e.Execute(ctx, "run_1", []superstep.Activation{activation("a", "fast"), activation("b", "fast")})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, results)
+	assert.Zero(t, reg.lookups.Load(), "no node was even looked up")
 }
