@@ -141,3 +141,39 @@ func TestExecuteWithAnEndedContextStartsNoAttempt(t *testing.T) {
 	assert.Nil(t, results)
 	assert.Zero(t, reg.lookups.Load(), "no node was even looked up")
 }
+
+// A direct attempt settles once: abandoned before its node runs, Call owns
+// no result; settled by Call, it can no longer be abandoned, and its
+// context ends as a finished attempt's does, not with the abandonment's
+// cause.
+func TestADirectAttemptSettlesOnceWhateverTheOrderOfCallAndAbandon(t *testing.T) {
+	t.Parallel()
+	seen := make(chan context.Context, 1)
+	reg := node.NewRegistry().MustRegister("keep", call(func(ctx context.Context, _ node.Input) (node.Output, error) {
+		seen <- ctx
+		return node.Update(map[string]any{"out": "v"}), nil
+	}))
+	e := &executor.Executor{Nodes: reg, MaxAttemptElapsed: time.Minute}
+
+	act := activation("n", "keep")
+	d, _ := e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	require.True(t, d.Abandon(context.Canceled))
+	result, owned := d.Call()
+	assert.False(t, owned, "abandoned first: the result is not the attempt's")
+	assert.Equal(t, superstep.Result{}, result)
+	assert.False(t, d.Abandon(context.DeadlineExceeded), "already settled")
+	select {
+	case ctx := <-seen: // a node called all the same finds its attempt over
+		assert.ErrorIs(t, ctx.Err(), context.Canceled)
+	default:
+	}
+
+	d, _ = e.Prepare(context.Background(), "run_1", &act)
+	require.NotNil(t, d)
+	result, owned = d.Call()
+	require.True(t, owned)
+	assert.Equal(t, superstep.OutcomeUpdate, result.Outcome)
+	assert.False(t, d.Abandon(context.DeadlineExceeded), "settled by Call")
+	assert.Equal(t, context.Canceled, (<-seen).Err(), "ended as a finished attempt, not by the abandonment")
+}
