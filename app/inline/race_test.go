@@ -1,0 +1,83 @@
+package inline_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docketgo/docket/app/inline"
+	"github.com/docketgo/docket/app/node"
+	"github.com/docketgo/docket/domain/run"
+)
+
+// What a direct attempt's result meets at the moment it is settled: the
+// caller giving up, the deadline passing, a cancelled context.
+
+// classifiedErr is a node's error whose Error runs hook once first. The
+// runner calls Error to classify the attempt on the goroutine that called
+// the node, right after the attempt has settled as the node's own: hook
+// holds the attempt there, between settling and the runner taking its
+// result.
+type classifiedErr struct {
+	once sync.Once
+	hook func()
+}
+
+func (e *classifiedErr) Error() string {
+	e.once.Do(e.hook)
+	return "failed on time"
+}
+
+// lookedAt is a caller's context that tells when it is next looked at:
+// once armed, its next Err call closes the armed channel.
+type lookedAt struct {
+	context.Context
+	armed atomic.Pointer[chan struct{}]
+}
+
+func (c *lookedAt) Err() error {
+	if ch := c.armed.Swap(nil); ch != nil {
+		close(*ch)
+	}
+	return c.Context.Err()
+}
+
+func bothModes() map[string][]inline.Option {
+	return map[string][]inline.Option{"default": nil, "calling goroutine": {inline.OnCallingGoroutine()}}
+}
+
+// The caller gives up while a settled attempt's result is on its way: the
+// watchdog (or the context's callback) finds the attempt running and
+// tries to abandon it. The result was the attempt's: it is committed, and
+// then the call ends with the caller's error.
+func TestAResultSettledAsTheCallerGivesUpIsCommitted(t *testing.T) {
+	t.Parallel()
+	for name, mode := range bothModes() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			inner, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ctx := &lookedAt{Context: inner}
+			reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+				return node.Output{}, &classifiedErr{hook: func() {
+					looked := make(chan struct{})
+					ctx.armed.Store(&looked)
+					cancel()
+					<-looked // the caller's end is being dealt with
+				}}
+			})
+			r, cps, err := inline.RunInline(ctx, g, nil, options(reg, mode...)...)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted,
+				run.CheckpointRetryScheduled}, types(cps))
+			failed := eventsOf(cps, run.EventNodeFailed)
+			require.Len(t, failed, 1)
+			assert.Equal(t, "failed on time", failed[0].Payload["reason"])
+			assert.Equal(t, cps[len(cps)-1].Run, r)
+		})
+	}
+}
