@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,6 +79,29 @@ func TestAResultSettledAsTheCallerGivesUpIsCommitted(t *testing.T) {
 			require.Len(t, failed, 1)
 			assert.Equal(t, "failed on time", failed[0].Payload["reason"])
 			assert.Equal(t, cps[len(cps)-1].Run, r)
+		})
+	}
+}
+
+// The deadline passes while a settled attempt's result is on its way: the
+// watchdog (or the expiry timer) finds the attempt running past its
+// deadline and tries to abandon it. The result was on time: it is the
+// attempt's, and no timeout is recorded beside it.
+func TestAResultSettledAsTheDeadlinePassesIsNotATimeout(t *testing.T) {
+	t.Parallel()
+	for name, mode := range bothModes() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reg, g := misbehaving(t, func(ctx context.Context) (node.Output, error) {
+				deadline, _ := ctx.Deadline()
+				return node.Output{}, &classifiedErr{hook: func() {
+					// Nothing tells when the watchdog has looked: it looks
+					// at the deadline; the margin lets it.
+					time.Sleep(time.Until(deadline.Add(40 * time.Millisecond)))
+				}}
+			})
+			r, cps, err := inline.RunInline(context.Background(), g, nil, options(reg, mode...)...)
+			retriedOnce(t, r, cps, err, "failed on time")
 		})
 	}
 }
