@@ -2,6 +2,7 @@ package inline_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,5 +104,36 @@ func TestAResultSettledAsTheDeadlinePassesIsNotATimeout(t *testing.T) {
 			r, cps, err := inline.RunInline(context.Background(), g, nil, options(reg, mode...)...)
 			retriedOnce(t, r, cps, err, "failed on time")
 		})
+	}
+}
+
+// The caller gives up while the runner plans a superstep: no attempt
+// starts. With one processor nothing else runs meanwhile, so the runner
+// itself must notice before it calls the node.
+func TestNoAttemptStartsAfterTheCallerGaveUpWhileItWasPlanned(t *testing.T) {
+	// Not parallel: it runs alone on one processor.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for name, mode := range bothModes() {
+		ctx, cancel := context.WithCancel(context.Background())
+		var middleCalls atomic.Int32
+		reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+			middleCalls.Add(1)
+			return node.Update(map[string]any{"b": "v"}), nil
+		})
+		reads := 0
+		// The clock is read to plan each superstep and to settle it: the
+		// fourth read plans middle, after first was settled.
+		clock := inline.WithClock(func() time.Time {
+			reads++
+			if reads == 4 {
+				cancel()
+			}
+			return frozenNow
+		})
+		r, cps, err := inline.RunInline(ctx, g, nil, options(reg, append([]inline.Option{clock}, mode...)...)...)
+		require.ErrorIs(t, err, context.Canceled, name)
+		assert.Zero(t, middleCalls.Load(), "%s: no attempt starts after the caller gave up", name)
+		assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized, run.CheckpointStepCommitted}, types(cps), name)
+		assert.Equal(t, 1, r.Step, name)
 	}
 }
