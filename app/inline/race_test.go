@@ -137,3 +137,34 @@ func TestNoAttemptStartsAfterTheCallerGaveUpWhileItWasPlanned(t *testing.T) {
 		assert.Equal(t, 1, r.Step, name)
 	}
 }
+
+// A caller's context that has already ended runs no node: RunInline
+// commits the run's initialization only, and StepInline commits nothing,
+// not even a transition that executes no node.
+func TestAnEndedContextRunsNoNodeAndCommitsNoTransition(t *testing.T) {
+	t.Parallel()
+	for name, mode := range bothModes() {
+		var calls atomic.Int32
+		reg := node.NewRegistry().MustRegister("count", node.New(nil, func(context.Context, node.Input) (node.Output, error) {
+			calls.Add(1)
+			return node.Update(map[string]any{"out": "v"}), nil
+		}))
+		g := build(t, singleNode("single", "count"))
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+
+		r, cps, err := inline.RunInline(ended, g, nil, options(reg, mode...)...)
+		require.ErrorIs(t, err, context.Canceled, name)
+		assert.Equal(t, []run.CheckpointType{run.CheckpointRunInitialized}, types(cps), name)
+		assert.Equal(t, run.StatusRunning, r.Status, name)
+		assert.Zero(t, calls.Load(), "%s: no node ran", name)
+
+		executed, _, err := inline.RunInline(context.Background(), g, nil, options(reg, append([]inline.Option{inline.WithMaxSteps(1)}, mode...)...)...)
+		require.NoError(t, err)
+		require.Equal(t, run.StatusRunning, executed.Status, "its completion is the next transition")
+		r, cps, err = inline.StepInline(ended, g, executed, options(reg, mode...)...)
+		require.ErrorIs(t, err, context.Canceled, name)
+		assert.Empty(t, cps, name)
+		assert.Equal(t, executed, r, name)
+	}
+}
