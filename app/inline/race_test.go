@@ -168,3 +168,35 @@ func TestAnEndedContextRunsNoNodeAndCommitsNoTransition(t *testing.T) {
 		assert.Equal(t, executed, r, name)
 	}
 }
+
+// OnCallingGoroutine, a node that ends its caller's context and returns at
+// once leaves the context's callback to run after the call has returned.
+// The callback still writes to the call's loop state, so that state must
+// not serve another call: the calls after it are not cancelled by it, and
+// under the race detector no write of it meets another call's.
+func TestOnCallingGoroutineALateCallbackOfTheCallersContextTouchesNoLaterCall(t *testing.T) {
+	// Not parallel: on one processor the callback runs only once the
+	// caller waits, after the call has returned.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var cancel context.CancelFunc
+	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+		cancel()
+		return node.Update(map[string]any{"b": "v"}), nil
+	})
+	for range 10 {
+		ctx, stop := context.WithCancel(context.Background())
+		cancel = stop // the node ends the context
+		callbacks := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(callbacks) })
+		r, cps, err := inline.RunInline(ctx, g, nil, calling(reg)...)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, cps[len(cps)-1].Run, r)
+		<-callbacks // the caller waits: the runner's callback may run now
+		stop()
+
+		r, cps, err = inline.RunInline(context.Background(), g, nil, calling(reg)...)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusDone, r.Status)
+		requireWellFormed(t, cps)
+	}
+}
