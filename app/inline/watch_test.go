@@ -164,7 +164,8 @@ func TestWatchdogStopsBeforeTheNextAttemptWhenTheCallerCancels(t *testing.T) {
 		return node.Update(map[string]any{"b": "v"}), nil
 	})
 	reads := 0
-	// The clock is read when planning; the third read plans middle.
+	// The clock is read to plan and to settle a superstep: the third read
+	// settles first, so the caller gives up between supersteps.
 	clock := inline.WithClock(func() time.Time {
 		reads++
 		if reads == 3 {
