@@ -65,11 +65,17 @@ func (d *Direct) Deadline() time.Time { return d.deadline }
 // Call calls the node on the calling goroutine and returns the attempt's
 // result, classified as Execute classifies it (a panic is a retryable
 // failure). It returns false when the attempt was abandoned before the node
-// returned: the result is dropped. A node that ends after the attempt's
+// returned: the result is dropped. An attempt abandoned before Call calls
+// no node. A node that ends after the attempt's
 // deadline settles it as a timeout, however soon its watcher wakes. If the node calls runtime.Goexit, Call
 // does not return; the attempt settles as exited and Exited reports it to
 // the goroutine's deferred functions.
 func (d *Direct) Call() (r superstep.Result, owned bool) {
+	if d.state.Load() != directRunning {
+		// Abandoned before it started: the node's effects would be for a
+		// result nobody takes.
+		return superstep.Result{}, false
+	}
 	returned := false
 	defer func() {
 		if returned {

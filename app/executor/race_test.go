@@ -142,8 +142,8 @@ func TestExecuteWithAnEndedContextStartsNoAttempt(t *testing.T) {
 	assert.Zero(t, reg.lookups.Load(), "no node was even looked up")
 }
 
-// A direct attempt settles once: abandoned before its node runs, Call owns
-// no result; settled by Call, it can no longer be abandoned, and its
+// A direct attempt settles once: abandoned before its node runs, Call
+// calls no node and owns no result; settled by Call, it can no longer be abandoned, and its
 // context ends as a finished attempt's does, not with the abandonment's
 // cause.
 func TestADirectAttemptSettlesOnceWhateverTheOrderOfCallAndAbandon(t *testing.T) {
@@ -164,8 +164,8 @@ func TestADirectAttemptSettlesOnceWhateverTheOrderOfCallAndAbandon(t *testing.T)
 	assert.Equal(t, superstep.Result{}, result)
 	assert.False(t, d.Abandon(context.DeadlineExceeded), "already settled")
 	select {
-	case ctx := <-seen: // a node called all the same finds its attempt over
-		assert.ErrorIs(t, ctx.Err(), context.Canceled)
+	case <-seen:
+		t.Fatal("the node of an attempt abandoned before Call ran: its effects would be for nothing")
 	default:
 	}
 
