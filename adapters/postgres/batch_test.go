@@ -539,3 +539,49 @@ func assertOnlyTheFailedCommitMissing(t *testing.T, env *testEnv, runs []*run.Ru
 		assert.Equal(t, want, stored.CheckpointSeq, "run %d", i)
 	}
 }
+
+// A batch of commits of runs at different sequences writes each moment's
+// events under its own run only, whichever comes first in the batch: the
+// runs' seqs do not collide, so no unique violation would reveal an event
+// written to another run.
+func TestABatchOfCommitsAtDifferentSeqsWritesEachRunOnlyItsOwnEvents(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, aheadFirst := range []bool{false, true} {
+		runs, leases := claimedRuns(t, env, 2)
+		behind, ahead := runs[0], runs[1]
+		now := time.Now()
+		moved := nextMoment(ahead, "ahead", continueDisposition, now)
+		_, err := env.store.Commit(ctx, ports.Tenantless(), ports.CommitParams{Moment: moved, ClaimToken: leases[ahead.ID].Token})
+		require.NoError(t, err)
+		moments := []*run.Moment{
+			nextMoment(behind, "behind", continueDisposition, now),
+			nextMoment(moved.Run, "ahead-next", continueDisposition, now),
+		}
+		if aheadFirst {
+			moments[0], moments[1] = moments[1], moments[0]
+		}
+		params := make([]ports.CommitParams, len(moments))
+		for i, m := range moments {
+			params[i] = ports.CommitParams{Moment: m, ClaimToken: leases[m.Run.ID].Token}
+		}
+		for i, err := range env.store.CommitBatchForTest(ctx, ports.Tenantless(), params) {
+			require.NoError(t, err, "ahead first %t: commit %d", aheadFirst, i)
+		}
+		for _, m := range moments {
+			page, err := env.store.ListEvents(ctx, ports.System(), m.Run.ID, ports.ListEventsParams{Limit: 100})
+			require.NoError(t, err)
+			require.NotEmpty(t, page.Events)
+			assert.Equal(t, m.Run.EventSeq, page.Events[len(page.Events)-1].Seq,
+				"ahead first %t: run %s ends at its own commit's last event", aheadFirst, m.Run.ID)
+			other := "ahead-next"
+			if m.Run.ID == ahead.ID {
+				other = "behind"
+			}
+			for _, e := range page.Events {
+				assert.NotEqual(t, other, e.Payload["variant"], "ahead first %t: run %s event %d is the other run's", aheadFirst, m.Run.ID, e.Seq)
+			}
+		}
+	}
+}
