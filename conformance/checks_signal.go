@@ -87,6 +87,23 @@ func checkSignalClearsPoison(h *harness) {
 	h.expect(!info.Poisoned(), "the signal clears poison")
 	h.eqTime(info.WakeAt, at(time.Second), "wake after the immediate signal")
 	h.claimOne(at(time.Second), r2.ID)
+
+	// A run poisoned by its abandons: the signal resets the abandon count
+	// too, so the run's next hand-back starts a fresh count.
+	r3 := h.insert(ports.Tenantless())
+	p := abandonParams(r3.CheckpointSeq, at(time.Second))
+	p.MaxClaimAbandons = 1
+	lease := h.claimOneWith(readyOnly(p.Now), r3.ID)
+	eq(h, h.abandon(r3.ID, lease.Token, p), ports.AbandonRescheduled, "first abandon")
+	lease = h.claimOneWith(readyOnly(p.RetryAt), r3.ID)
+	p.Now, p.RetryAt = p.RetryAt, p.RetryAt.Add(30*time.Second)
+	eq(h, h.abandon(r3.ID, lease.Token, p), ports.AbandonPoisoned, "abandon at the maximum")
+	h.clock.Set(p.Now)
+	h.must(errOf(h.mutate(ports.Tenantless(), r3.ID, immediateMoment(h, r3, "unpoison-abandons"))), "immediate signal on a run poisoned by abandons")
+	info = h.inspect(r3.ID)
+	h.expect(!info.Poisoned(), "the signal clears abandon poisoning")
+	eq(h, info.ClaimAbandons, 0, "abandons after the signal")
+	eq(h, info.ClaimAttempts, 0, "attempts after the signal")
 }
 
 var errMutationRefused = errors.New("conformance: mutation refused")
