@@ -52,6 +52,37 @@ func TestALockedHeadIsSkippedAndTheNextRunClaimed(t *testing.T) {
 	}
 }
 
+// An expired claim another writer holds is skipped by a steal, not waited
+// on: the next expired claim is stolen in its place, under either policy.
+func TestALockedExpiredClaimIsSkippedAndTheNextStolen(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []claim.Policy{claim.Legacy, claim.WindowedInterleave} {
+		t.Run(policy.Name(), func(t *testing.T) {
+			t.Parallel()
+			clock := conformance.NewManualClock(t0.Add(-time.Minute))
+			env := newEnv(t, envOptions{policy: policy, clock: clock})
+			first := env.insertRun(t, ports.Tenant("a"), t0.Add(-time.Hour), t0.Add(-2*time.Minute))
+			second := env.insertRun(t, ports.Tenant("a"), t0.Add(-time.Hour), t0.Add(-2*time.Minute))
+			steal := claim.Request{Now: t0.Add(-time.Minute), Limit: 2, OrphanTTL: time.Second, MaxClaimAttempts: 5}
+			batch, err := env.store.ClaimDue(context.Background(), steal)
+			require.NoError(t, err)
+			require.ElementsMatch(t, []string{first.ID, second.ID}, leaseIDs(batch))
+			release := holdRun(t, env.store, first.ID)
+			defer release()
+			clock.Set(t0)
+			// A claim waiting on the held row would never return: the
+			// deadline turns that wait into a failure.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			steal.Now, steal.Limit = t0, 1
+			batch, err = env.store.ClaimDue(ctx, steal)
+			require.NoError(t, err)
+			require.Equal(t, []string{second.ID}, leaseIDs(batch))
+			assert.Equal(t, claim.ClassExpired, batch.Leases[0].Class)
+		})
+	}
+}
+
 // Held rows never make a tenant-fair claim come short while other due
 // runs are free: with N free due runs across tenants, a claim for N leases
 // N, whichever scopes the claim sampled and whatever they hold.
