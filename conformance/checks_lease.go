@@ -88,6 +88,15 @@ func checkRelease(h *harness) {
 	h.sameRun(info.Run, r, "document after release")
 	h.claimNothing(request(at(3*time.Second-time.Microsecond)), "ClaimDue before the release wake")
 	h.claimOne(at(3*time.Second), r.ID)
+
+	// A release keeps the abandons the run counted before it.
+	r2 := h.insert(ports.Tenantless(), runOpts{wakeAt: at(time.Minute)})
+	lease = h.claimOneWith(readyOnly(at(time.Minute)), r2.ID)
+	p := abandonParams(r2.CheckpointSeq, at(time.Minute))
+	eq(h, h.abandon(r2.ID, lease.Token, p), ports.AbandonRescheduled, "abandon before the release")
+	lease = h.claimOneWith(readyOnly(p.RetryAt), r2.ID)
+	h.release(r2.ID, lease.Token, p.RetryAt)
+	eq(h, h.inspect(r2.ID).ClaimAbandons, 1, "abandons after a release")
 }
 
 func checkReleaseIdempotent(h *harness) {

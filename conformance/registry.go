@@ -282,7 +282,7 @@ var registry = []Invariant{
 
 	// RELEASE.
 	{ID: "RELEASE-001", Area: AreaRelease, Behaviour: "release_records_immediate_wake", Spec: []int{42},
-		Summary: "release clears the claim, sets wake to now and keeps seq, attempts and the document; a zero now is ErrInvalidArgument and changes nothing",
+		Summary: "release clears the claim, sets wake to now and keeps seq, attempts, abandons and the document; a zero now is ErrInvalidArgument and changes nothing",
 		Source:  "seed run store: release_claim", check: checkRelease},
 	{ID: "RELEASE-002", Area: AreaRelease, Behaviour: "release_is_idempotent", Spec: []int{42},
 		Summary: "a second release succeeds and changes nothing",
