@@ -17,6 +17,6 @@ func memoryFactory(t conformance.T) conformance.Adapter {
 func TestMemoryAdapterPassesTheSuite(t *testing.T) {
 	report := conformance.Run(t, conformance.Features{WakeNotifications: true}, memoryFactory)
 	if !report.Passed() {
-		t.Errorf("failed invariants: %v", report.Failed())
+		t.Errorf("failed invariants: %v; not run: %v", report.Failed(), report.NotRun())
 	}
 }

@@ -91,6 +91,12 @@ func (r *Report) IDs(status Status) []string {
 // Failed returns the IDs of the failed invariants.
 func (r *Report) Failed() []string { return r.IDs(StatusFail) }
 
+// NotRun returns the IDs of the invariants whose subtest never started: a
+// go test -run filter left them out, or the suite was cut short. Either
+// keeps the report from passing, so that a partial run never reads as a
+// pass.
+func (r *Report) NotRun() []string { return r.IDs(StatusNotRun) }
+
 // Passed reports whether every invariant that ran passed and none was left
 // unrun. Skipped invariants (disabled features) do not count against it.
 func (r *Report) Passed() bool {

@@ -181,6 +181,9 @@ func TestReportListsEveryInvariantEvenWhenNothingRan(t *testing.T) {
 	if report.Passed() {
 		t.Error("a report with unrun invariants must not pass")
 	}
+	if len(report.NotRun()) != len(results) {
+		t.Errorf("NotRun names %d invariants, want all %d", len(report.NotRun()), len(results))
+	}
 	want := make([]string, 0, len(conformance.Areas()))
 	for _, a := range conformance.Areas() {
 		want = append(want, "/"+string(a))

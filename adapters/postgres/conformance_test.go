@@ -59,7 +59,7 @@ func TestConformance(t *testing.T) {
 			report := conformance.Run(t, tc.features, tc.factory)
 			t.Logf("conformance on PostgreSQL (%s):\n%s", tc.name, report)
 			if !report.Passed() {
-				t.Errorf("failed invariants: %v", report.Failed())
+				t.Errorf("failed invariants: %v; not run: %v", report.Failed(), report.NotRun())
 			}
 		})
 	}
