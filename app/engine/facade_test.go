@@ -170,6 +170,46 @@ func tenantIsolation(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, engine.ErrNotFound, "tenantless callers do not see tenant rows")
 }
 
+// A tenant signals its own runs (answers, recoveries, cancellations);
+// another tenant's signals to the same run find nothing and change nothing.
+func TestATenantSignalsOnlyItsOwnRuns(t *testing.T) {
+	t.Parallel()
+	onTenantFairBackends(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		e := manual(t, h, newKit(), func(c *engine.Config) { c.TenantMode = engine.TenantRequired })
+		acme, other := e.Tenant("acme"), e.Tenant("other")
+		r := saveAndStart(t, acme, build(t, interruptReview()), nil)
+		_, err := e.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		waiting := await(t, acme, r.ID)
+		require.Equal(t, run.StatusWaiting, waiting.Status)
+		open := waiting.OpenInterrupts()
+		require.Len(t, open, 1)
+
+		_, err = other.ResolveInterrupt(ctx, r.ID, open[0].ID, "mallory")
+		require.ErrorIs(t, err, engine.ErrNotFound)
+		_, err = other.CancelRun(ctx, r.ID)
+		require.ErrorIs(t, err, engine.ErrNotFound)
+		healthy, err := acme.RetryPoisonedRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, waiting.CheckpointSeq, healthy.CheckpointSeq, "a healthy run is returned unchanged")
+
+		resolved, err := acme.ResolveInterrupt(ctx, r.ID, open[0].ID, "approved")
+		require.NoError(t, err)
+		assert.Equal(t, waiting.CheckpointSeq+1, resolved.CheckpointSeq, "the other tenant's answer changed nothing")
+		_, err = e.DrainRuns(ctx, 0)
+		require.NoError(t, err)
+		done := await(t, acme, r.ID)
+		assert.Equal(t, run.StatusDone, done.Status)
+		assert.Equal(t, "approved", done.Channels.Value("state:applied"))
+
+		second := saveAndStart(t, acme, build(t, interruptReview()), nil)
+		cancelled, err := acme.CancelRun(ctx, second.ID)
+		require.NoError(t, err)
+		assert.Equal(t, run.StatusCancelled, cancelled.Status)
+	})
+}
+
 func TestStartRunWithAnIdempotencyKeyStartsOnce(t *testing.T) {
 	t.Parallel()
 	onTenantFairBackends(t, idempotentStarts)
