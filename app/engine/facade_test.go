@@ -254,6 +254,14 @@ func idempotentStarts(t *testing.T, h *harness) {
 
 	_, err = acme.StartRun(ctx, ref, map[string]any{"value": "b"}, engine.WithIdempotencyKey("order-1"))
 	assert.ErrorIs(t, err, engine.ErrIdempotencyKeyReused)
+	_, err = acme.StartRun(ctx, ref, map[string]any{"value": "a"}, engine.WithIdempotencyKey("order-1"),
+		engine.WithMetadata(map[string]any{"source": "retry"}))
+	assert.ErrorIs(t, err, engine.ErrIdempotencyKeyReused, "other metadata")
+	v2, err := acme.SaveGraph(ctx, build(t, minimalLinear().Description("v2")))
+	require.NoError(t, err)
+	require.Equal(t, ref.GraphID, v2.GraphID)
+	_, err = acme.StartRun(ctx, v2, map[string]any{"value": "a"}, engine.WithIdempotencyKey("order-1"))
+	assert.ErrorIs(t, err, engine.ErrIdempotencyKeyReused, "another version of the graph")
 	_, err = acme.StartRun(ctx, ref, map[string]any{"value": "a"}, engine.WithIdempotencyKey("order-1"), engine.WithRunID("x"))
 	assert.ErrorIs(t, err, engine.ErrInvalidOptions)
 
