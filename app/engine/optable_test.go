@@ -79,6 +79,7 @@ func facadeOperationTable(t *testing.T, h *harness) {
 			return err
 		}, engine.ErrInvalidOptions},
 		{"AwaitRun negative timeout", func() error { _, err := e.AwaitRun(ctx, running.ID, -time.Millisecond); return err }, engine.ErrInvalidOptions},
+		{"AwaitRun nil option", func() error { _, err := e.AwaitRun(ctx, running.ID, 0, nil); return err }, engine.ErrInvalidOptions},
 		{"AwaitRun unknown", func() error { _, err := e.AwaitRun(ctx, "run_missing", 0); return err }, engine.ErrNotFound},
 		{"AwaitRun running", func() error { _, err := e.AwaitRun(ctx, running.ID, 0); return err }, engine.ErrAwaitTimeout},
 		{"FetchRun unknown", func() error { _, err := e.FetchRun(ctx, "run_missing"); return err }, engine.ErrNotFound},
