@@ -89,6 +89,29 @@ func TestAwaitAfterThisEngineFinishedTheRunReadsAtOnce(t *testing.T) {
 	assert.Equal(t, run.StatusDone, done.Status)
 }
 
+// AwaitRun ends with its context, whatever is left of its timeout, and
+// reports the context's error rather than a timeout.
+func TestAwaitEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	e := manual(t, h, newKit(), func(c *engine.Config) { c.AwaitPollInterval = time.Hour })
+	r := saveAndStart(t, e.Client, build(t, minimalLinear()), map[string]any{"value": "hi"}) // nobody drives it
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		_, err := e.AwaitRun(ctx, r.ID, time.Hour)
+		ended <- err
+	}()
+	cancel()
+	select {
+	case err := <-ended:
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.NotErrorIs(t, err, engine.ErrAwaitTimeout)
+	case <-time.After(awaitLimit):
+		t.Fatal("the await outlived its context")
+	}
+}
+
 // A run started here and finished by another engine is still found: the
 // insertion only replaces the first read, the next read comes within the
 // poll interval, and nothing this engine knows is returned as news.
