@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +111,50 @@ func TestAwaitEndsWithItsContext(t *testing.T) {
 	case <-time.After(awaitLimit):
 		t.Fatal("the await outlived its context")
 	}
+}
+
+// parkDuringRead is a backend whose first InspectRun reads the run, calls
+// park (which commits the run waiting), then answers with what it read: a
+// run that parks between an await's read and its wait.
+type parkDuringRead struct {
+	ports.Backend
+	park func()
+	once sync.Once
+}
+
+func (b *parkDuringRead) InspectRun(ctx context.Context, scope ports.Scope, runID string) (*ports.RunInfo, error) {
+	info, err := b.Backend.InspectRun(ctx, scope, runID)
+	b.once.Do(b.park)
+	return info, err
+}
+
+// A commit of this engine that parks the run after the await's read and
+// before it waits still ends the wait at once: the await listens before it
+// reads, so the park is not left to the next poll.
+func TestAwaitSeesAParkCommittedBetweenItsReadAndItsWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(true)
+	k := newKit()
+	starter := manual(t, h, k) // so the awaiting engine has no insertion to stand in for its read
+	racing := &parkDuringRead{Backend: h.store}
+	e := manual(t, h, k, func(c *engine.Config) {
+		c.Backend = racing
+		c.AwaitPollInterval = time.Hour
+	})
+	racing.park = func() {
+		_, err := e.DrainRuns(ctx, 0)
+		assert.NoError(t, err)
+	}
+	r := saveAndStart(t, starter.Client, build(t, interruptReview()), nil)
+
+	// Neither the poll interval nor the await's timeout comes first.
+	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
+	defer cancel()
+	parked, err := e.AwaitRun(wctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusWaiting, parked.Status)
+	assert.Len(t, parked.OpenInterrupts(), 1)
 }
 
 // A run started here and finished by another engine is still found: the
