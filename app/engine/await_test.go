@@ -157,6 +157,34 @@ func TestAwaitSeesAParkCommittedBetweenItsReadAndItsWait(t *testing.T) {
 	assert.Len(t, parked.OpenInterrupts(), 1)
 }
 
+// A repeated start that found its run inserted nothing, so it does not
+// stand in for the first read of an await that follows: the await reads
+// the finished run at once instead of waiting a poll interval.
+func TestAwaitAfterARepeatedStartReadsAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(true)
+	e := manual(t, h, newKit(), func(c *engine.Config) { c.AwaitPollInterval = time.Hour })
+	ctx := context.Background()
+	ref, err := e.SaveGraph(ctx, build(t, minimalLinear()))
+	require.NoError(t, err)
+	start := func() *run.Run {
+		r, err := e.StartRun(ctx, ref, map[string]any{"value": "hi"}, engine.WithIdempotencyKey("order-1"))
+		require.NoError(t, err)
+		return r
+	}
+	r := start()
+	_, err = e.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, run.StatusDone, start().Status, "the repeat returns the finished run")
+
+	// Neither the poll interval nor the await's timeout comes first.
+	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
+	defer cancel()
+	done, err := e.AwaitRun(wctx, r.ID, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
 // A run started here and finished by another engine is still found: the
 // insertion only replaces the first read, the next read comes within the
 // poll interval, and nothing this engine knows is returned as news.
