@@ -442,6 +442,40 @@ func TestARunResolvedHereIsClaimedWithoutWaitingForThePoll(t *testing.T) {
 	assert.Equal(t, run.StatusDone, done.Status)
 }
 
+// Recovering a poisoned run makes it due now: this engine's dispatcher
+// claims it at once, as after a start, without waiting for the poll.
+func TestARunRetriedHereIsClaimedWithoutWaitingForThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(true)
+	k := newKit()
+	poisoner := manual(t, h, k, func(c *engine.Config) {
+		c.Dispatcher.OrphanTTL = time.Minute
+		c.Dispatcher.MaxClaimAttempts = 1
+	})
+	r := saveAndStart(t, poisoner.Client, build(t, minimalLinear()), map[string]any{"value": "v"})
+	// A worker claims the run and dies: the next admission poisons it.
+	lost, err := h.store.ClaimDue(ctx, claim.Request{Now: h.clock.Now(), Limit: 1, OrphanTTL: time.Minute, MaxClaimAttempts: 1})
+	require.NoError(t, err)
+	require.Len(t, lost.Leases, 1)
+	h.clock.Advance(2 * time.Minute)
+	sum, err := poisoner.DrainRuns(ctx, 0)
+	require.NoError(t, err)
+	require.Len(t, sum.Poisoned, 1)
+
+	cfg := h.config(k)
+	cfg.Dispatcher.PollInterval = time.Hour // only the initial poll happens
+	tel := newTelemetryLog()
+	cfg.Telemetry = tel
+	e := startEngine(t, cfg)
+	waitIdle(t, tel)
+	_, err = e.RetryPoisonedRun(ctx, r.ID)
+	require.NoError(t, err)
+	done, err := e.AwaitRun(ctx, r.ID, 5*time.Second)
+	require.NoError(t, err, "the recovered run waited for the hourly poll")
+	assert.Equal(t, run.StatusDone, done.Status)
+}
+
 // waitIdle waits until the dispatcher last reported nothing in flight and
 // no poll running or pending.
 func waitIdle(t *testing.T, tel *telemetryLog) {
