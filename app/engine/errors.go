@@ -26,6 +26,10 @@ var (
 	// ErrInvalidArgument: a list or read parameter out of range (a page
 	// limit, an unknown status filter), as the store reports it.
 	ErrInvalidArgument = ports.ErrInvalidArgument
+	// ErrStaleFence: a signal (ResolveInterrupt, CancelRun) lost the race
+	// for the run's next checkpoint more than SignalStaleRetries times in
+	// a row; nothing was committed, and the call may be repeated.
+	ErrStaleFence = ports.ErrStaleFence
 )
 
 // Facade errors.

@@ -16,7 +16,8 @@ import (
 // Errors: ErrNotFound (run, or interrupt id unknown); a *RuleError for
 // an already resolved interrupt (superstep.ErrAlreadyResolved), a terminal
 // run (also ErrInactiveRun) or a value the interrupt's schema or resume
-// field rejects (superstep.ErrInvalidInput).
+// field rejects (superstep.ErrInvalidInput); ErrStaleFence when other
+// writers kept winning the run (nothing committed).
 func (c *Client) ResolveInterrupt(ctx context.Context, runID, interruptID string, v any) (*run.Run, error) {
 	owner, err := c.owner()
 	if err != nil {

@@ -43,7 +43,7 @@ func TestSignalsAreReevaluatedAfterUpToThreeLostRaces(t *testing.T) {
 
 	stale.lose.Store(engine.SignalStaleRetries + 1)
 	_, err := e.CancelRun(ctx, r.ID)
-	require.ErrorIs(t, err, ports.ErrStaleFence)
+	require.ErrorIs(t, err, engine.ErrStaleFence, "callers match it without importing ports")
 	assert.EqualValues(t, engine.SignalStaleRetries+1, stale.calls.Load(), "the first try and every retry")
 	unchanged, err := e.FetchRun(ctx, r.ID)
 	require.NoError(t, err)
