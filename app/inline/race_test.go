@@ -115,21 +115,9 @@ func TestNoAttemptStartsAfterTheCallerGaveUpWhileItWasPlanned(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for name, mode := range bothModes() {
 		ctx, cancel := context.WithCancel(context.Background())
-		var middleCalls atomic.Int32
-		reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
-			middleCalls.Add(1)
-			return node.Update(map[string]any{"b": "v"}), nil
-		})
-		reads := 0
-		// The clock is read to plan each superstep and to settle it: the
-		// fourth read plans middle, after first was settled.
-		clock := inline.WithClock(func() time.Time {
-			reads++
-			if reads == 4 {
-				cancel()
-			}
-			return frozenNow
-		})
+		reg, g, middleCalls := countingMiddle(t)
+		// The fourth read plans middle, after first was settled.
+		clock := atClockRead(4, cancel)
 		r, cps, err := inline.RunInline(ctx, g, nil, options(reg, append([]inline.Option{clock}, mode...)...)...)
 		require.ErrorIs(t, err, context.Canceled, name)
 		assert.Zero(t, middleCalls.Load(), "%s: no attempt starts after the caller gave up", name)

@@ -40,6 +40,32 @@ func misbehavingWithin(t *testing.T, timeoutMS int, attempt1 func(ctx context.Co
 	})
 }
 
+// countingMiddle is the chain whose middle node succeeds at once and
+// counts its calls.
+func countingMiddle(t *testing.T) (*node.Registry, *graph.Graph, *atomic.Int32) {
+	t.Helper()
+	calls := &atomic.Int32{}
+	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
+		calls.Add(1)
+		return node.Update(map[string]any{"b": "v"}), nil
+	})
+	return reg, g, calls
+}
+
+// atClockRead is a frozen clock that calls act at its nth read. The
+// runner reads the clock to plan each superstep and to settle it, so n
+// picks the moment.
+func atClockRead(n int, act func()) inline.Option {
+	reads := 0
+	return inline.WithClock(func() time.Time {
+		reads++
+		if reads == n {
+			act()
+		}
+		return frozenNow
+	})
+}
+
 // chainAround is first → middle (timeout 20 ms, two attempts) → last.
 func chainAround(t *testing.T, middle node.CallFunc) (*node.Registry, *graph.Graph) {
 	t.Helper()
@@ -170,21 +196,10 @@ func TestWatchdogAbandonsARunningAttemptWhenTheCallerCancels(t *testing.T) {
 func TestWatchdogStopsBeforeTheNextAttemptWhenTheCallerCancels(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	var middleCalls atomic.Int32
-	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
-		middleCalls.Add(1)
-		return node.Update(map[string]any{"b": "v"}), nil
-	})
-	reads := 0
-	// The clock is read to plan and to settle a superstep: the third read
-	// settles first, so the caller gives up between supersteps.
-	clock := inline.WithClock(func() time.Time {
-		reads++
-		if reads == 3 {
-			cancel()
-		}
-		return frozenNow
-	})
+	reg, g, middleCalls := countingMiddle(t)
+	// The third read settles first, so the caller gives up between
+	// supersteps.
+	clock := atClockRead(3, cancel)
 	r, cps, err := inline.RunInline(ctx, g, nil, options(reg, clock)...)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int32(0), middleCalls.Load(), "no attempt starts after the caller gave up")
@@ -222,14 +237,7 @@ func TestWatchdogRepanicsARunnerPanicOnTheCallersGoroutine(t *testing.T) {
 	reg, g := misbehaving(t, func(context.Context) (node.Output, error) {
 		return node.Update(map[string]any{"b": "v"}), nil
 	})
-	reads := 0
-	clock := inline.WithClock(func() time.Time {
-		reads++
-		if reads == 3 {
-			panic("clock broke")
-		}
-		return frozenNow
-	})
+	clock := atClockRead(3, func() { panic("clock broke") })
 	assert.PanicsWithValue(t, "clock broke", func() {
 		_, _, _ = inline.RunInline(context.Background(), g, nil, options(reg, clock)...)
 	})
