@@ -82,12 +82,7 @@ func TestAwaitAfterThisEngineFinishedTheRunReadsAtOnce(t *testing.T) {
 	_, err = e.DrainRuns(ctx, 0)
 	require.NoError(t, err)
 
-	// Neither the poll interval nor the await's timeout comes first.
-	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
-	defer cancel()
-	done, err := e.AwaitRun(wctx, r.ID, time.Hour)
-	require.NoError(t, err)
-	assert.Equal(t, run.StatusDone, done.Status)
+	assert.Equal(t, run.StatusDone, awaitWithoutPolling(t, e, r.ID).Status)
 }
 
 // AwaitRun ends with its context, whatever is left of its timeout, and
@@ -148,11 +143,7 @@ func TestAwaitSeesAParkCommittedBetweenItsReadAndItsWait(t *testing.T) {
 	}
 	r := saveAndStart(t, starter.Client, build(t, interruptReview()), nil)
 
-	// Neither the poll interval nor the await's timeout comes first.
-	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
-	defer cancel()
-	parked, err := e.AwaitRun(wctx, r.ID, time.Hour)
-	require.NoError(t, err)
+	parked := awaitWithoutPolling(t, e, r.ID)
 	assert.Equal(t, run.StatusWaiting, parked.Status)
 	assert.Len(t, parked.OpenInterrupts(), 1)
 }
@@ -177,12 +168,7 @@ func TestAwaitAfterARepeatedStartReadsAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, run.StatusDone, start().Status, "the repeat returns the finished run")
 
-	// Neither the poll interval nor the await's timeout comes first.
-	wctx, cancel := context.WithTimeout(ctx, awaitLimit)
-	defer cancel()
-	done, err := e.AwaitRun(wctx, r.ID, time.Hour)
-	require.NoError(t, err)
-	assert.Equal(t, run.StatusDone, done.Status)
+	assert.Equal(t, run.StatusDone, awaitWithoutPolling(t, e, r.ID).Status)
 }
 
 // A run started here and finished by another engine is still found: the
@@ -314,4 +300,16 @@ func TestAwaitUntilFinishedWaitsThroughInterrupts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awaitWithoutPolling awaits runID where neither the await's timeout nor
+// (in engines built with an hour's AwaitPollInterval) a poll comes first:
+// only the await's own reads and wakes can find the run.
+func awaitWithoutPolling(t *testing.T, e *engine.Engine, runID string) *run.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), awaitLimit)
+	defer cancel()
+	r, err := e.AwaitRun(ctx, runID, time.Hour)
+	require.NoError(t, err)
+	return r
 }
