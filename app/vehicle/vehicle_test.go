@@ -176,15 +176,24 @@ func TestADriveCommitsUpToThePark(t *testing.T) {
 func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, twoSteps("t.write"))
+	info := f.driveOneMoment(t, "the continue became an immediate park")
+	assert.Equal(t, epoch, info.WakeAt, "the yield is due at once")
+}
+
+// driveOneMoment drives the fixture's run with a budget of one moment and
+// checks that the vehicle yields after it: an immediate park for the
+// budget's reason, with the claim handed back.
+func (f *fixture) driveOneMoment(t *testing.T, why string) *ports.RunInfo {
+	t.Helper()
 	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Budget.MaxMoments = 1 })
 	out := v.Drive(context.Background(), f.claim(t))
 	assert.Equal(t, vehicle.Parked, out.Kind)
-	assert.Equal(t, run.DispositionImmediate, out.Park, "the continue became an immediate park")
+	assert.Equal(t, run.DispositionImmediate, out.Park, why)
 	assert.Equal(t, vehicle.BudgetMaxMoments, out.Budget)
 	assert.Equal(t, 1, out.Committed)
 	info := f.info(t)
 	assert.False(t, info.Claimed())
-	assert.Equal(t, epoch, info.WakeAt, "the yield is due at once")
+	return info
 }
 
 // A fused chain is no way around the moment budget: a step that uses the
@@ -192,15 +201,8 @@ func TestTheMomentBudgetYieldsTheClaim(t *testing.T) {
 func TestTheMomentBudgetStopsAFusedChain(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, single("t.write"))
-	v := f.vehicle(t, f.store, func(c *vehicle.Config) { c.Budget.MaxMoments = 1 })
-	out := v.Drive(context.Background(), f.claim(t))
-	assert.Equal(t, vehicle.Parked, out.Kind)
-	assert.Equal(t, run.DispositionImmediate, out.Park, "the step yields; its completion waits for the next claim")
-	assert.Equal(t, vehicle.BudgetMaxMoments, out.Budget)
-	assert.Equal(t, 1, out.Committed)
-	info := f.info(t)
+	info := f.driveOneMoment(t, "the step yields; its completion waits for the next claim")
 	assert.Equal(t, run.StatusRunning, info.Run.Status)
-	assert.False(t, info.Claimed())
 }
 
 func TestAStoppingHostYieldsAtTheNextContinue(t *testing.T) {
